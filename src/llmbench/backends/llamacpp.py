@@ -1,0 +1,245 @@
+"""llama.cpp through llama-cpp-python's low-level API.
+
+`batch_size` means that many sequences decoded together: one llama_batch holding one sequence
+id per request, as llama.cpp's `batched` example does (not n_batch, which is only the prefill
+chunk). The high-level `Llama` object loads the model and tokenizer; each point gets its own
+context with n_seq_max = batch size, created outside the timed window.
+
+Sampling is greedy (argmax over the logits of each sequence's last token) and never stops at
+end-of-generation, so every sequence yields exactly output_len tokens.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
+
+from llmbench.backends.base import Backend
+from llmbench.errors import EngineError
+from llmbench.measure.timeline import RequestTimeline
+from llmbench.spec import Point
+
+_KV_TYPES = {"f16": 1, "fp16": 1, "q4_0": 2, "q8_0": 8, "f32": 0, "fp32": 0, "bf16": 30}
+
+
+class LlamaCppOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    n_threads: int | None = Field(None, ge=1, description="default: every core")
+    n_batch: int = Field(512, ge=1, description="prefill chunk (llama.cpp's n_batch), not concurrency")
+    n_gpu_layers: int | None = Field(None, description="default: 0 on cpu, all (-1) on cuda")
+    flash_attn: bool = False
+
+
+class LlamaCppBackend(Backend):
+    name = "llamacpp"
+    package = "llama_cpp"
+    extra = "llamacpp"
+    Options = LlamaCppOptions
+    supports = frozenset({"kv_cache_dtype"})
+    scores_text = True
+
+    @classmethod
+    def check(cls, point: Point, model) -> list[tuple[str, str]]:
+        problems = super().check(point, model)
+        if model.source not in ("bundled", "gguf"):
+            problems.append(("model", f"llama.cpp needs a GGUF model; {model.name!r} is {model.source}"))
+        kv = point.options.kv_cache_dtype
+        if kv is not None and kv not in _KV_TYPES and kv != "auto":
+            problems.append(("options.kv_cache_dtype", f"{kv!r} is not one of {sorted(_KV_TYPES)}"))
+        if point.dtype not in ("auto",):
+            problems.append(("dtype", "llama.cpp runs the GGUF's own weight types; use dtype auto"))
+        limit = model.arch.max_position if model.arch else None
+        if limit and point.workload == "offline" and point.input_len + point.output_len > limit:
+            problems.append(("input_len+output_len", f"{point.input_len + point.output_len} exceeds "
+                                                     f"the model's context of {limit} tokens"))
+        return problems
+
+    # -- life cycle -------------------------------------------------------------------------
+    def load(self) -> None:
+        import llama_cpp
+
+        from llmbench.models.sources import model_path
+
+        self._ll = llama_cpp
+        o = self.options
+        gpu = self.point.device.startswith("cuda")
+        self.n_threads = o.n_threads or os.cpu_count() or 1
+        self.n_gpu_layers = o.n_gpu_layers if o.n_gpu_layers is not None else (-1 if gpu else 0)
+        self.path = model_path(self.point.model, "gguf")
+        self.llm = llama_cpp.Llama(str(self.path), n_ctx=512, n_threads=self.n_threads,
+                                   n_gpu_layers=self.n_gpu_layers, verbose=False)
+        self.vocab = llama_cpp.llama_model_get_vocab(self.llm.model)
+        self._n_vocab = llama_cpp.llama_vocab_n_tokens(self.vocab)
+        self.ctx = None
+        self._ctx_shape = None
+        self._last_perf = {}
+
+    def version(self) -> str | None:
+        import llama_cpp
+
+        return llama_cpp.__version__
+
+    def effective_options(self) -> dict:
+        eff = super().effective_options()
+        eff.update(n_threads=getattr(self, "n_threads", None),
+                   n_gpu_layers=getattr(self, "n_gpu_layers", None),
+                   n_ctx=(self._ctx_shape or (None,))[0], n_seq_max=(self._ctx_shape or (0, None))[1],
+                   kv_cache_dtype=self.engine_options.kv_cache_dtype or "f16",
+                   sampling="greedy (argmax), EOS ignored", gguf=str(getattr(self, "path", "")))
+        return eff
+
+    def close(self) -> None:
+        self._free_ctx()
+        if getattr(self, "llm", None) is not None:
+            self.llm.close()
+            self.llm = None
+
+    def _free_ctx(self) -> None:
+        if getattr(self, "ctx", None) is not None:
+            self._ll.llama_free(self.ctx)
+            self.ctx = None
+
+    # -- token space ------------------------------------------------------------------------
+    def tokenize(self, text: str) -> list[int]:
+        return self.llm.tokenize(text.encode("utf-8"), add_bos=False, special=False)
+
+    @property
+    def vocab_size(self) -> int:
+        return self._n_vocab
+
+    @property
+    def context_len(self) -> int | None:
+        return self._ll.llama_model_n_ctx_train(self.llm.model)
+
+    # -- contexts ---------------------------------------------------------------------------
+    def _context(self, n_seq: int, n_ctx: int) -> None:
+        """A context holding n_seq sequences of up to n_ctx/n_seq tokens each."""
+        ll = self._ll
+        n_ctx = -(-n_ctx // 256) * 256
+        if self._ctx_shape == (n_ctx, n_seq):
+            return
+        self._free_ctx()
+        p = ll.llama_context_default_params()
+        p.n_ctx, p.n_seq_max = n_ctx, n_seq
+        p.n_batch = max(self.options.n_batch, n_seq)  # one decode step holds every sequence
+        p.n_ubatch = p.n_batch
+        p.n_threads = p.n_threads_batch = self.n_threads
+        p.no_perf = False  # keep llama.cpp's own timings for the cross-check
+        p.kv_unified = True  # sequences share one cache: n_ctx is the total, not per sequence
+        kv = self.engine_options.kv_cache_dtype
+        if kv and kv != "auto":
+            p.type_k = p.type_v = _KV_TYPES[kv]
+        if self.options.flash_attn:
+            p.flash_attn_type = 1
+        self.ctx = ll.llama_init_from_model(self.llm.model, p)
+        if not self.ctx:
+            raise EngineError(f"llama_init_from_model failed (n_ctx={n_ctx}, n_seq_max={n_seq})")
+        self._ctx_shape = (n_ctx, n_seq)
+        self._batch_cap = p.n_batch
+
+    def prepare(self, point: Point) -> None:
+        if point.workload == "offline":
+            self._context(point.batch_size, point.batch_size * (point.input_len + point.output_len) + 16)
+
+    # -- generation -------------------------------------------------------------------------
+    def _decode(self, batch, tokens, positions, seqs, want_logits) -> None:
+        ll = self._ll
+        for i, (tok, pos, sq, lg) in enumerate(zip(tokens, positions, seqs, want_logits)):
+            batch.token[i] = tok
+            batch.pos[i] = pos
+            batch.n_seq_id[i] = 1
+            batch.seq_id[i][0] = sq
+            batch.logits[i] = lg
+        batch.n_tokens = len(tokens)
+        rc = ll.llama_decode(self.ctx, batch)
+        if rc != 0:
+            raise EngineError(f"llama_decode returned {rc} (batch of {len(tokens)} tokens)")
+
+    def _argmax(self, i: int) -> int:
+        ptr = self._ll.llama_get_logits_ith(self.ctx, i)
+        return int(np.ctypeslib.as_array(ptr, shape=(self._n_vocab,)).argmax())
+
+    def generate(self, prompts: list[list[int]], output_len: int, t_ref: float) -> list[RequestTimeline]:
+        ll = self._ll
+        n = len(prompts)
+        need = sum(len(p) for p in prompts) + n * output_len
+        if self._ctx_shape is None or self._ctx_shape[1] != n or self._ctx_shape[0] < need:
+            self._context(n, need + 16)  # untimed only when prepare() was called for this shape
+        ll.llama_memory_clear(ll.llama_get_memory(self.ctx), True)
+        ll.llama_perf_context_reset(self.ctx)
+        cap = self._batch_cap
+        batch = ll.llama_batch_init(cap, 0, 1)
+        timelines = [RequestTimeline(t_ref=t_ref, t_send=t_ref, prompt_tokens=len(p)) for p in prompts]
+        try:
+            # Prefill every prompt, in chunks of at most n_batch tokens; the logits of each
+            # prompt's last token give that sequence's first output token.
+            flat = [(tok, pos, s, pos == len(p) - 1) for s, p in enumerate(prompts)
+                    for pos, tok in enumerate(p)]
+            last_index: dict[int, int] = {}
+            nxt = [0] * n
+            for c in range(0, len(flat), cap):
+                chunk = flat[c:c + cap]
+                self._decode(batch, *zip(*chunk))
+                for i, (_, _, s, is_last) in enumerate(chunk):
+                    if is_last:
+                        last_index[s] = i
+                if last_index:
+                    for s, i in last_index.items():
+                        nxt[s] = self._argmax(i)
+                    t = time.perf_counter()
+                    for s in last_index:
+                        timelines[s].add(t)
+                    last_index = {}
+            pos = [len(p) for p in prompts]
+            for _ in range(output_len - 1):
+                self._decode(batch, nxt, pos, list(range(n)), [True] * n)
+                nxt = [self._argmax(i) for i in range(n)]
+                t = time.perf_counter()
+                for s in range(n):
+                    timelines[s].add(t)
+                    pos[s] += 1
+        finally:
+            ll.llama_batch_free(batch)
+        perf = ll.llama_perf_context(self.ctx)
+        self._last_perf = {"prefill_s": perf.t_p_eval_ms / 1e3, "decode_s": perf.t_eval_ms / 1e3,
+                           "prefill_tokens": float(perf.n_p_eval), "decode_steps": float(perf.n_eval)}
+        return timelines
+
+    def engine_timings(self) -> dict[str, float]:
+        return dict(self._last_perf)
+
+    # -- perplexity -------------------------------------------------------------------------
+    def loglikelihood(self, tokens: list[int], context_len: int, stride: int) -> tuple[float, int]:
+        from llmbench.workloads.perplexity import windows
+
+        ll = self._ll
+        self._context(1, context_len + 16)
+        batch = ll.llama_batch_init(self._batch_cap, 0, 1)
+        nll, count = 0.0, 0
+        try:
+            for begin, end, score_from in windows(len(tokens), context_len, stride):
+                ll.llama_memory_clear(ll.llama_get_memory(self.ctx), True)
+                window = tokens[begin:end]
+                logits_rows = []
+                for c in range(0, len(window), self._batch_cap):
+                    part = window[c:c + self._batch_cap]
+                    self._decode(batch, part, list(range(c, c + len(part))), [0] * len(part),
+                                 [True] * len(part))
+                    for i in range(len(part)):
+                        ptr = ll.llama_get_logits_ith(self.ctx, i)
+                        logits_rows.append(np.ctypeslib.as_array(ptr, shape=(self._n_vocab,)).astype(np.float64))
+                # row j predicts window[j + 1]; score the targets at absolute positions >= score_from
+                for j in range(max(score_from - begin, 1) - 1, len(window) - 1):
+                    row = logits_rows[j]
+                    m = row.max()
+                    lse = m + np.log(np.exp(row - m).sum())
+                    nll += lse - row[window[j + 1]]
+                    count += 1
+        finally:
+            ll.llama_batch_free(batch)
+        return nll, count

