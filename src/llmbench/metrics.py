@@ -62,3 +62,70 @@ def offline_metrics(batches: list[BatchTiming], input_len: int) -> dict[str, Met
         if v:
             result[k] = summarize(v, units[k])
     return result
+
+
+SERVING_UNITS = {"ttft_s": "s", "tpot_s": "s", "itl_s": "s", "e2e_s": "s", "send_lag_s": "s",
+                 "output_throughput_tok_s": "tok/s", "total_throughput_tok_s": "tok/s",
+                 "request_throughput_req_s": "req/s", "goodput_req_s": "req/s",
+                 "duration_s": "s", "requests_completed": "req", "requests_failed": "req",
+                 "error_rate": "fraction", "avg_power_w": "W", "energy_j": "J",
+                 "tokens_per_joule": "tok/J"}
+
+
+def meets_slo(r: RequestTimeline, slo: dict[str, float]) -> bool:
+    got = {"ttft_s": r.ttft_s(), "tpot_s": r.tpot_s(), "e2e_s": r.e2e_s()}
+    # A one-token answer has no TPOT: that SLO cannot be missed.
+    return all(got[k] is None and k == "tpot_s" or got[k] is not None and got[k] <= v
+               for k, v in slo.items())
+
+
+def serving_metrics(timelines: list[RequestTimeline], window: tuple[float, float], *,
+                    slo: dict[str, float] | None = None, energy_j: float | None = None,
+                    keep_samples: bool = True) -> dict[str, MetricStats]:
+    """Serving load metrics over a time window [t0, t1] (perf_counter seconds).
+
+    Serving (an open or closed load, not a batch):
+    - ttft_s / tpot_s / itl_s / e2e_s  per request, from the *scheduled* send time; only
+      requests scheduled at or after t0 that finished by t1, so warm-up and cool-down can be cut
+    - send_lag_s               actual - scheduled send (client queueing under a cap, or lag)
+    - output_throughput_tok_s  output tokens that arrived inside the window / window length
+    - total_throughput_tok_s   + prompt tokens of requests whose first token came in the window
+    - request_throughput_req_s successful requests finishing inside the window / window length
+    - goodput_req_s            of those, the ones meeting every SLO / window length
+    - error_rate               failed / all requests scheduled in the window
+    - energy_j, avg_power_w, tokens_per_joule   when a meter read over this window
+    """
+    t0, t1 = window
+    span = max(t1 - t0, 1e-9)
+    inside = [r for r in timelines if r.t_ref >= t0 and (r.t_last if r.t_last is not None else r.t_ref) <= t1]
+    ok = [r for r in inside if not r.error and r.events]
+    samples = per_request(ok)
+    samples["send_lag_s"] = [x for r in inside if (x := r.send_lag_s()) is not None]
+    out_tok = prompt_tok = done = good = 0
+    for r in timelines:
+        if r.error or not r.events:
+            continue
+        out_tok += sum(k for t, k in r.events if t0 <= t <= t1)
+        if t0 <= r.t_first <= t1:
+            prompt_tok += r.prompt_tokens or 0
+        if t0 <= r.t_last <= t1:
+            done += 1
+            good += bool(slo) and meets_slo(r, slo)
+    scheduled = [r for r in timelines if t0 <= r.t_ref <= t1]
+    failed = sum(1 for r in scheduled if r.error or not r.events)
+    single = {"output_throughput_tok_s": out_tok / span,
+              "total_throughput_tok_s": (prompt_tok + out_tok) / span,
+              "request_throughput_req_s": done / span, "duration_s": span,
+              "requests_completed": done, "requests_failed": failed,
+              "error_rate": failed / len(scheduled) if scheduled else 0.0}
+    if slo:
+        single["goodput_req_s"] = good / span
+    if energy_j is not None:
+        single["energy_j"] = energy_j
+        single["avg_power_w"] = energy_j / span
+        if energy_j > 0:
+            single["tokens_per_joule"] = out_tok / energy_j
+    result = {k: summarize(v, SERVING_UNITS[k], keep_samples=keep_samples)
+              for k, v in samples.items() if v}
+    result.update({k: summarize([v], SERVING_UNITS[k], keep_samples=False) for k, v in single.items()})
+    return result

@@ -3,6 +3,7 @@ model loads once per group, and write one record per point as soon as it is meas
 
 from __future__ import annotations
 
+import os
 import time
 import traceback
 from collections.abc import Callable
@@ -41,6 +42,9 @@ def validate(points: list[Point]) -> dict[str, ModelRef]:
             models[name] = resolve(name)
         except SpecError as e:
             problems.extend(e.problems)
+        except (OSError, ValueError, RuntimeError) as e:  # e.g. '~nosuchuser/x', a NUL byte
+            problems.append(("model", f"{name!r} cannot be resolved: {e}"))
+    problems.extend(_device_problems(points))
     for b in sorted({p.backend for p in points}):
         try:
             require_installed(b)
@@ -53,9 +57,67 @@ def validate(points: list[Point]) -> dict[str, ModelRef]:
                 if prob not in seen:
                     seen.add(prob)
                     problems.append(prob)
+        for p in points:
+            for prob in _context_problems(p, models[p.model]):
+                if prob not in seen and not any(f == prob[0] for f, _ in problems):
+                    seen.add(prob)
+                    problems.append(prob)
     if problems:
         raise SpecError(problems)
     return models
+
+
+def cuda_device_count() -> int:
+    """CUDA devices visible to this process, through NVML (never imports torch); 0 without
+    a driver. CUDA_VISIBLE_DEVICES narrows the count as it narrows what engines see."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        n = pynvml.nvmlDeviceGetCount()
+    except Exception:
+        return 0
+    if visible is not None:
+        ids = [v for v in visible.split(",") if v.strip()]
+        n = min(n, len(ids))
+    return n
+
+
+def _device_problems(points: list[Point]) -> list[tuple[str, str]]:
+    problems: list[tuple[str, str]] = []
+    cuda = [p for p in points if p.device.startswith("cuda")]
+    if not cuda:
+        return problems
+    n = cuda_device_count()
+    if n == 0:
+        return [("device", f"{cuda[0].device!r} asked for, but no CUDA device is present")]
+    for p in cuda:
+        need = p.options.tensor_parallel * p.options.pipeline_parallel
+        first = int(p.device.split(":")[1]) if ":" in p.device else 0
+        if first + need > n:
+            where = f"from {p.device} " if ":" in p.device else ""
+            prob = ("options.tensor_parallel",
+                    f"tensor_parallel x pipeline_parallel = {need} device(s) {where}but only {n} "
+                    f"CUDA device(s) are present")
+            if prob not in problems:
+                problems.append(prob)
+    return problems
+
+
+def _context_problems(p: Point, model: ModelRef) -> list[tuple[str, str]]:
+    """Lengths over the model's context, for every backend (an engine would fail or silently
+    truncate)."""
+    limit = model.arch.max_position if model.arch else None
+    if not limit:
+        return []
+    if p.workload == "offline" and p.input_len + p.output_len > limit:
+        return [("input_len+output_len", f"{p.input_len + p.output_len} exceeds the model's "
+                                         f"context of {limit} tokens")]
+    if p.workload == "perplexity" and p.perplexity and p.perplexity.context_len > limit:
+        return [("perplexity.context_len", f"{p.perplexity.context_len} exceeds the model's "
+                                           f"context of {limit} tokens")]
+    return []
 
 
 def base_record(point: Point, run_id: str, model: ModelRef, backend_cls) -> Record:
@@ -104,56 +166,117 @@ def run_sweep(spec: SweepSpec, results: Path, *, run_id: str | None = None, resu
     models = validate(points)
     store = Store(results)
     result = SweepResult(run_id or new_run_id(), store.root)
-    if resume:
-        done = store.done_keys(include_failed=not redo_failed)
-        result.skipped = sum(p.key in done for p in points)
-        points = [p for p in points if p.key not in done]
+    points, result.skipped = pending(points, store, resume=resume, redo_failed=redo_failed)
     say = progress or (lambda *a: None)
 
-    groups: dict[tuple, list[Point]] = {}
-    for p in points:
-        groups.setdefault(p.load_key, []).append(p)
-    for group in groups.values():
-        first = group[0]
-        cls = backend_class(first.backend)
-        backend = cls(first, models[first.model])
-        load_error = None
-        say("load", first, 0)
-        t0 = time.perf_counter()
-        try:
-            backend.load()
-        except Exception as e:  # the engine's own failure: costs this group, not the sweep
-            load_error = _describe(e)
-        load_s = time.perf_counter() - t0
-        for p in group:
-            rec = base_record(p, result.run_id, models[p.model], cls)
-            try:
-                rec.backend.version = backend.version()
-            except Exception:
-                pass
-            if load_error:
-                rec.status, rec.error = "failed", f"load failed: {load_error}"
-            else:
-                say("start", p, 0)
-                try:
-                    backend.point, backend.engine_options = p, p.options
-                    run_point(backend, p, rec, on_repeat=lambda: say("repeat", p, 1))
-                    rec.metrics["load_time_s"] = summarize([load_s], "s", keep_samples=False)
-                    rec.backend.options = backend.effective_options()
-                    attach_roofline(rec)
-                except Exception as e:
-                    rec.status, rec.error = "failed", _describe(e)
-            store.write(rec)
-            result.records.append(rec)
-            say("done", p, 0)
-        try:
-            backend.close()
-        except Exception:
-            pass
+    for group in group_points(points):
+        result.records.extend(run_group(group, models, result.run_id, store, say))
     return result
 
 
+def pending(points: list[Point], store: Store, *, resume: bool, redo_failed: bool) -> tuple[list[Point], int]:
+    """The points still to run and how many were skipped. --redo-failed implies --resume."""
+    if not (resume or redo_failed):
+        return points, 0
+    done = store.done_keys(include_failed=not redo_failed)
+    todo = [p for p in points if p.key not in done]
+    return todo, len(points) - len(todo)
+
+
+def group_points(points: list[Point]) -> list[list[Point]]:
+    """Points sharing a load key, in sweep order: one engine load per group."""
+    groups: dict[tuple, list[Point]] = {}
+    for p in points:
+        groups.setdefault(p.load_key, []).append(p)
+    return list(groups.values())
+
+
+def failed_record(point: Point, run_id: str, model: ModelRef, cause: str) -> Record:
+    rec = base_record(point, run_id, model, backend_class(point.backend))
+    rec.status, rec.error = "failed", cause
+    return rec
+
+
+def run_group(group: list[Point], models: dict[str, ModelRef], run_id: str, store: Store,
+              say: Callable[[str, Point | None, int], None],
+              before_point: Callable[[Point], None] | None = None,
+              on_record: Callable[[Record, Path], None] | None = None) -> list[Record]:
+    """Load the group's engine once, run its points in order, write each record as soon as it
+    is measured. An engine's Python-level failure costs its point (or, at load, the group);
+    a crash of the process itself is the isolating launcher's business."""
+    first = group[0]
+    cls = backend_class(first.backend)
+    backend = cls(first, models[first.model])
+    load_error = None
+    say("load", first, 0)
+    t0 = time.perf_counter()
+    try:
+        backend.load()
+    except Exception as e:  # the engine's own failure: costs this group, not the sweep
+        load_error = _describe(e)
+    load_s = time.perf_counter() - t0
+    records = []
+    for p in group:
+        rec = base_record(p, run_id, models[p.model], cls)
+        try:
+            rec.backend.version = backend.version()
+        except Exception:
+            pass
+        if load_error:
+            rec.status, rec.error = "failed", f"load failed: {load_error}"
+        else:
+            say("start", p, 0)
+            try:
+                if before_point:
+                    before_point(p)
+                backend.point, backend.engine_options = p, p.options
+                run_point(backend, p, rec, on_repeat=lambda: say("repeat", p, 1))
+                rec.metrics["load_time_s"] = summarize([load_s], "s", keep_samples=False)
+                rec.backend.options = backend.effective_options()
+                attach_roofline(rec)
+            except Exception as e:
+                rec.status, rec.error = "failed", _describe(e)
+                _release_memory()
+        path = store.write(rec)
+        records.append(rec)
+        if on_record:
+            on_record(rec, path)
+        say("done", p, 0)
+    try:
+        backend.close()
+    except Exception:
+        pass
+    return records
+
+
+def _release_memory() -> None:
+    """After a failed point (e.g. out of memory), hand cached device memory back before the
+    next point; only when torch is already loaded (never import it for this)."""
+    import sys
+
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        try:
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
+        except Exception:
+            pass
+
+
+def is_out_of_memory(e: BaseException) -> bool:
+    """torch.cuda.OutOfMemoryError (torch.OutOfMemoryError), MemoryError, or an engine's own
+    out-of-memory message; checked by name so that torch is never imported for it."""
+    names = {c.__name__ for c in type(e).__mro__}
+    if "OutOfMemoryError" in names or isinstance(e, MemoryError):
+        return True
+    text = str(e).lower()
+    return "out of memory" in text or "cuda_error_out_of_memory" in text
+
+
 def _describe(e: BaseException) -> str:
+    if is_out_of_memory(e):
+        first = (str(e).strip().splitlines() or [""])[0][:500]
+        return f"out of memory: {type(e).__name__}: {first}"
     if isinstance(e, LLMBenchError):
         return f"{type(e).__name__}: {e}"
     tb = traceback.format_exception(type(e), e, e.__traceback__, limit=-3)

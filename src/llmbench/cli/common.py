@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import sys
+
 from rich.console import Console
 
 console = Console(stderr=True)
-out = Console()
+# Tables are wide; when piped (CI logs, files) rich would squeeze them to 80 columns.
+out = Console(width=None if sys.stdout.isatty() else 200)
 
 
 def fmt(v: float | None, digits: int = 3) -> str:

@@ -45,6 +45,8 @@ def run(
     executor: str = typer.Option("local", "--executor", help="local | ray"),
     point: Optional[int] = typer.Option(None, "--point", help="run only point K (job arrays)"),
     list_points: bool = typer.Option(False, "--list-points", help="print the expanded points and exit"),
+    run_id: Optional[str] = typer.Option(None, "--run-id",
+                                         help="record under this run id (e.g. one per job array)"),
 ) -> None:
     """Run an inference sweep (default: SmolLM2-135M on this CPU, every installed engine)."""
     from llmbench.backends import available_backends
@@ -74,6 +76,10 @@ def run(
             b, key = k.split(".", 1)
             bo.setdefault(b, {})[key] = v
         ov["backend_options"] = bo
+    if executor not in ("local", "ray"):
+        raise SpecError([("--executor", f"{executor!r} is not one of: local, ray")])
+    if run_id is not None and not _safe_run_id(run_id):
+        raise SpecError([("--run-id", f"{run_id!r} may hold only letters, digits, '.', '_' and '-'")])
     spec = load_spec(spec_file, ov)
     points = spec.points()
     if point is not None:
@@ -85,7 +91,14 @@ def run(
             out.print(f"{i}\t{p.key}\t{p.backend}\t{p.model}\tbs={p.batch_size}\tin={p.input_len}\tout={p.output_len}\t{p.options.model_dump(exclude_defaults=True)}")
         return
     execute(spec, points, results, resume=resume, redo_failed=redo_failed, isolate=isolate,
-            executor=executor)
+            executor=executor, run_id=run_id)
+
+
+def _safe_run_id(text: str) -> bool:
+    """A run id names a directory: no separators, no '..', nothing a shell would expand."""
+    import re
+
+    return bool(re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", text)) and ".." not in text
 
 
 def _ints(text: str, flag: str) -> list[int]:
@@ -96,7 +109,7 @@ def _ints(text: str, flag: str) -> list[int]:
 
 
 def execute(spec, points, results: Path, *, resume=False, redo_failed=False, isolate=True,
-            executor="local") -> None:
+            executor="local", run_id=None) -> None:
     from llmbench.runner import run_sweep
 
     total = sum(p.warmups + p.repeats if p.workload == "offline" else 1 for p in points)
@@ -117,7 +130,8 @@ def execute(spec, points, results: Path, *, resume=False, redo_failed=False, iso
                 elif event == "done" and p.workload != "offline":
                     bar.advance(task, 1)
 
-        kw = dict(resume=resume, redo_failed=redo_failed, progress=progress, points=points)
+        kw = dict(resume=resume, redo_failed=redo_failed, progress=progress, points=points,
+                  run_id=run_id)
         if executor == "ray":
             from llmbench.launch.ray_executor import run_sweep_ray
             result = run_sweep_ray(spec, results, **kw)

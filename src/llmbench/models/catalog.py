@@ -13,7 +13,9 @@ from pydantic import BaseModel, ConfigDict
 
 from llmbench.errors import ModelError
 
-Family = Literal["llama", "mistral", "qwen2", "gpt2", "gpt_neox", "mixtral"]
+Family = Literal["llama", "mistral", "qwen2", "gpt2", "gpt_neox", "mixtral",
+                 # below: counted here for the roofline and importer; no synthetic HF config yet
+                 "gemma", "gptj", "opt", "bloom", "deci"]
 
 
 class ModelArch(BaseModel):
@@ -38,17 +40,24 @@ class ModelArch(BaseModel):
     public_params: int | None = None     # the count the model's authors publish
     hf_id: str | None = None              # for reference only; never downloaded
     bundled: bool = False                 # weights ship with a package (not synthetic)
+    head_dim_override: int | None = None  # where head_dim != hidden / heads (Gemma)
 
     @property
     def head_dim(self) -> int:
-        return self.hidden // self.heads
+        return self.head_dim_override or self.hidden // self.heads
 
     @property
     def kv_dim(self) -> int:
         return self.kv_heads * self.head_dim
 
+    @property
+    def q_dim(self) -> int:
+        return self.heads * self.head_dim
+
     def param_count(self) -> int:
         h, L, V = self.hidden, self.layers, self.vocab
+        if self.family in ("gemma", "gptj", "opt", "bloom"):
+            return _other_param_count(self)
         if self.family == "gpt2":
             per_layer = (2 * h) + (h * 3 * h + 3 * h) + (h * h + h) + (2 * h) \
                 + (h * self.ffn + self.ffn) + (self.ffn * h + h)
@@ -121,6 +130,88 @@ _ARCHS = [
        hf_id="gpt2-xl"),
 ]
 
+# Models the LLM-Inference-Bench data names, and the training study's GenSLM sizes
+# (GenSLM: github.com/ramanathanlab/genslm genslm/architectures/neox/neox_<params>.json, whose
+# file names are the parameter counts).
+_ARCHS += [
+    _a(name="mistral-7b-v0.3", family="mistral", layers=32, hidden=4096, heads=32, kv_heads=8,
+       ffn=14336, vocab=32768, max_position=32768, rope_theta=1000000.0,
+       public_params=7_248_023_552, hf_id="mistralai/Mistral-7B-v0.3"),
+    _a(name="mixtral-8x7b", family="mixtral", layers=32, hidden=4096, heads=32, kv_heads=8,
+       ffn=14336, vocab=32000, max_position=32768, rope_theta=1000000.0, num_experts=8,
+       experts_per_token=2, public_params=46_702_792_704, hf_id="mistralai/Mixtral-8x7B-v0.1"),
+    _a(name="qwen-7b", family="qwen2", layers=32, hidden=4096, heads=32, kv_heads=32, ffn=11008,
+       vocab=151936, max_position=8192, qkv_bias=True, norm_eps=1e-6,
+       public_params=7_721_324_544, hf_id="Qwen/Qwen-7B"),
+    _a(name="qwen1.5-7b", family="qwen2", layers=32, hidden=4096, heads=32, kv_heads=32,
+       ffn=11008, vocab=151936, max_position=32768, qkv_bias=True, rope_theta=1000000.0,
+       norm_eps=1e-6, public_params=7_721_324_544, hf_id="Qwen/Qwen1.5-7B"),
+    _a(name="qwen2-72b", family="qwen2", layers=80, hidden=8192, heads=64, kv_heads=8,
+       ffn=29568, vocab=152064, max_position=131072, qkv_bias=True, rope_theta=1000000.0,
+       norm_eps=1e-6, public_params=72_706_203_648, hf_id="Qwen/Qwen2-72B"),
+    # DeciLM-7B has variable GQA (a per-layer KV-head list); kv_heads=2 is the uniform value
+    # that reproduces its published 7.04B parameters, hence its weight and KV-cache bytes.
+    _a(name="decilm-7b", family="deci", layers=32, hidden=4096, heads=32, kv_heads=2,
+       ffn=14336, vocab=32000, max_position=8192, public_params=7_040_000_000,
+       hf_id="Deci/DeciLM-7B"),
+    _a(name="llama-7b", family="llama", layers=32, hidden=4096, heads=32, kv_heads=32, ffn=11008,
+       vocab=32000, max_position=2048, public_params=6_738_415_616, hf_id="huggyllama/llama-7b"),
+    _a(name="llama-13b", family="llama", layers=40, hidden=5120, heads=40, kv_heads=40,
+       ffn=13824, vocab=32000, max_position=2048, public_params=13_015_864_320,
+       hf_id="huggyllama/llama-13b"),
+    _a(name="aquila-7b", family="llama", layers=32, hidden=4096, heads=32, kv_heads=32,
+       ffn=11008, vocab=100008, max_position=2048, hf_id="BAAI/Aquila-7B"),
+    _a(name="gemma-7b", family="gemma", layers=28, hidden=3072, heads=16, kv_heads=16,
+       head_dim_override=256, ffn=24576, vocab=256000, max_position=8192, tie_embeddings=True,
+       norm_eps=1e-6, public_params=8_537_680_896, hf_id="google/gemma-7b"),
+    _a(name="gemma-1.1-7b", family="gemma", layers=28, hidden=3072, heads=16, kv_heads=16,
+       head_dim_override=256, ffn=24576, vocab=256000, max_position=8192, tie_embeddings=True,
+       norm_eps=1e-6, public_params=8_537_680_896, hf_id="google/gemma-1.1-7b-it"),
+    _a(name="opt-6.7b", family="opt", layers=32, hidden=4096, heads=32, kv_heads=32, ffn=16384,
+       vocab=50272, max_position=2050, tie_embeddings=True, public_params=6_658_473_984,
+       hf_id="facebook/opt-6.7b"),
+    _a(name="opt-13b", family="opt", layers=40, hidden=5120, heads=40, kv_heads=40, ffn=20480,
+       vocab=50272, max_position=2050, tie_embeddings=True, public_params=12_852_855_808,
+       hf_id="facebook/opt-13b"),
+    _a(name="gpt-j-6b", family="gptj", layers=28, hidden=4096, heads=16, kv_heads=16, ffn=16384,
+       vocab=50400, max_position=2048, rotary_pct=0.25, public_params=6_053_381_344,
+       hf_id="EleutherAI/gpt-j-6b"),
+    _a(name="bloom-7b1", family="bloom", layers=30, hidden=4096, heads=32, kv_heads=32,
+       ffn=16384, vocab=250880, max_position=2048, tie_embeddings=True,
+       public_params=7_069_016_064, hf_id="bigscience/bloom-7b1"),
+    _a(name="genslm-25m", family="gpt_neox", layers=8, hidden=512, heads=8, kv_heads=8, ffn=2048,
+       vocab=69, max_position=2048, rotary_pct=0.25, public_params=25_290_752),
+    # 250M and 25B: the counts in their config file names (244,464,576 and 25,076,188,032)
+    # do not follow from the configs themselves (+3.7%, +2.1%), so no public count is claimed.
+    _a(name="genslm-250m", family="gpt_neox", layers=12, hidden=1840, heads=16, kv_heads=16,
+       ffn=2048, vocab=69, max_position=2048, rotary_pct=0.25),
+    _a(name="genslm-2.5b", family="gpt_neox", layers=28, hidden=3840, heads=32, kv_heads=32,
+       ffn=4096, vocab=69, max_position=2048, rotary_pct=0.25, public_params=2_533_931_008),
+    # hidden 8196 is not a multiple of 64 heads (as published); head_dim rounds down to 128.
+    _a(name="genslm-25b", family="gpt_neox", layers=64, hidden=8196, heads=64, kv_heads=64,
+       ffn=8000, vocab=69, max_position=2048, rotary_pct=0.25),
+]
+
+
+def _other_param_count(a: ModelArch) -> int:
+    """Families whose layer shapes differ from the llama/gpt2/neox formulas above."""
+    h, L, V, f = a.hidden, a.layers, a.vocab, a.ffn
+    emb = V * h * (1 if a.tie_embeddings else 2)
+    if a.family == "gemma":  # GeGLU MLP (3 matrices), RMSNorm, q/o of heads*head_dim
+        attn = 2 * h * a.q_dim + 2 * h * a.kv_dim
+        return emb + L * (attn + 3 * h * f + 2 * h) + h
+    if a.family == "gptj":  # one LayerNorm per block, no attention biases, lm_head with bias
+        per_layer = 2 * h + 4 * h * h + (h * f + f) + (f * h + h)
+        return emb + V + L * per_layer + 2 * h
+    if a.family == "opt":  # learned positions (2 offset slots included in max_position)
+        per_layer = 4 * h + (4 * h * h + 4 * h) + (h * f + f) + (f * h + h)
+        return emb + a.max_position * h + L * per_layer + 2 * h
+    if a.family == "bloom":  # ALiBi (no position table), LayerNorm after the embedding
+        per_layer = 4 * h + (3 * h * h + 3 * h) + (h * h + h) + (h * f + f) + (f * h + h)
+        return emb + 2 * h + L * per_layer + 2 * h
+    raise ValueError(a.family)
+
+
 CATALOG: dict[str, ModelArch] = {a.name: a for a in _ARCHS}
 
 
@@ -134,3 +225,30 @@ def get_arch(name: str) -> ModelArch:
     except KeyError:
         raise ModelError([("model", f"unknown model {name!r}; known: {', '.join(sorted(CATALOG))}"
                                     " (or a path to a local HF directory or .gguf file)")]) from None
+
+
+# Labels other tools and data sets use for catalog models (lower-case). Every entry's hf_id
+# is an alias too. Fine-tunes and re-quantisations share their base model's shapes; the
+# dtype they imply (e.g. FP8) is the importer's business, not the architecture's.
+ALIASES: dict[str, str] = {
+    "neuralmagic/meta-llama-3-8b-instruct-fp8": "llama-3-8b",
+    "meta-llama/meta-llama-3-8b-instruct": "llama-3-8b",
+    "meta-llama/llama-2-7b-chat-hf": "llama-2-7b",
+    "mistralai/mistral-7b-instruct-v0.1": "mistral-7b",
+    "google/gemma-1.1-7b": "gemma-1.1-7b",
+    "smollm2-135m-instruct": "smollm2-135m",
+    "huggingfacetb/smollm2-135m": "smollm2-135m",
+}
+
+
+def canonical_name(label: str) -> str | None:
+    """The catalog id for a model label (catalog id, HF id or alias), or None."""
+    key = label.strip().lower()
+    if key in CATALOG:
+        return key
+    if key in ALIASES:
+        return ALIASES[key]
+    for a in CATALOG.values():
+        if a.hf_id and a.hf_id.lower() == key:
+            return a.name
+    return None

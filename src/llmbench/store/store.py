@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import tempfile
 import warnings
@@ -47,15 +48,79 @@ def atomic_write_text(path: Path, text: str) -> None:
         pass
 
 
+# -- secrets never reach a record --------------------------------------------------------------
+# API keys come from the environment or a key file; whatever holds them, their values are
+# replaced before a record touches the disk. Values of environment variables named like
+# *_KEY, *_TOKEN, *_SECRET, *_PASSWORD are redacted, and so is anything registered (a key read
+# from a file), as is the word after a `--...key`/`--...token` flag in a recorded command line.
+REDACTED = "<redacted>"
+_SECRET_NAME = re.compile(r"(?i)(^|_)(API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?)(_|$)")
+_SECRET_FLAG = re.compile(r"(?i)^--?[\w-]*(key|token|secret|password)(=.*)?$")
+_MIN_SECRET_LEN = 8  # shorter values ("1", "true") would redact ordinary text
+_registered: set[str] = set()
+
+
+def register_secret(value: str | None) -> None:
+    """Mark a value (e.g. an API key read from a key file) for redaction everywhere."""
+    if value and len(value.strip()) >= 4:
+        _registered.add(value.strip())
+
+
+def secret_values() -> list[str]:
+    vals = {v for k, v in os.environ.items()
+            if _SECRET_NAME.search(k) and len(v.strip()) >= _MIN_SECRET_LEN}
+    vals |= _registered
+    return sorted(vals, key=len, reverse=True)  # a longer secret first: never half-redacted
+
+
+def redact(obj: Any, _secrets: list[str] | None = None) -> Any:
+    """The same structure with every secret value replaced by REDACTED."""
+    vals = secret_values() if _secrets is None else _secrets
+    if isinstance(obj, str):
+        for v in vals:
+            if v in obj:
+                obj = obj.replace(v, REDACTED)
+        return obj
+    if isinstance(obj, dict):
+        return {redact(k, vals): redact(v, vals) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        out = [redact(x, vals) for x in obj]
+        for i, x in enumerate(obj):  # ['--api-key', 'sk-..'] or ['--api-key=sk-..']
+            if isinstance(x, str) and (m := _SECRET_FLAG.match(x)):
+                if m.group(2):
+                    out[i] = x.split("=", 1)[0] + "=" + REDACTED
+                elif i + 1 < len(out) and isinstance(out[i + 1], str) and not out[i + 1].startswith("-"):
+                    out[i + 1] = REDACTED
+        return out
+    return obj
+
+
+def redact_json(text: str) -> str:
+    """Redact a JSON document; untouched (byte for byte) when it holds no secret."""
+    vals = secret_values()
+    if not any(v in text or json.dumps(v)[1:-1] in text for v in vals) and not _has_flag(text):
+        return text
+    return json.dumps(redact(json.loads(text), vals), indent=1, ensure_ascii=False)
+
+
+def _has_flag(text: str) -> bool:
+    return bool(re.search(r'(?i)"--?[\w-]*(key|token|secret|password)(=[^"]*)?"', text))
+
+
 class Store:
     def __init__(self, root: Path | str = DEFAULT_RESULTS):
         self.root = Path(root)
 
     # -- writing ---------------------------------------------------------------------------
     def write(self, record: Record) -> Path:
-        name = f"{record.kind}-{record.point_key or 'x'}-{secrets.token_hex(4)}.json"
+        # 64 random bits per name: writers on many hosts never need to coordinate
+        key = re.sub(r"[^A-Za-z0-9_.-]", "_", record.point_key or "x")
+        name = f"{record.kind}-{key}-{secrets.token_hex(8)}.json"
+        rid = record.run_id
+        if not rid or rid in (".", "..") or any(c in rid for c in "/\\\0"):
+            raise SpecError([("run_id", f"{rid!r} cannot name a results directory")])
         path = self.root / record.run_id / name
-        atomic_write_text(path, record.model_dump_json(indent=1, exclude_none=False))
+        atomic_write_text(path, redact_json(record.model_dump_json(indent=1, exclude_none=False)))
         return path
 
     # -- reading ---------------------------------------------------------------------------

@@ -1,10 +1,10 @@
 """Perplexity of a text, with a sliding window (the scheme transformers documents).
 
-The text is tokenized without BOS. Windows of `context_len` tokens start every `stride`
-tokens; each window scores only the targets not scored by an earlier window, so every token
-after the first is scored exactly once, conditioned on up to context_len - 1 preceding tokens
-(at least context_len - stride of them after the first window). The first token is never
-scored (nothing predicts it). perplexity = exp(sum NLL / scored tokens), natural log.
+The text is tokenized without BOS. The first window is the first `context_len` tokens and
+scores every target in it; each later window ends `stride` tokens further and scores only
+those `stride` new targets, each conditioned on at least context_len - stride preceding
+tokens. So every token after the first is scored exactly once (the first has no predictor).
+perplexity = exp(sum NLL / scored tokens), natural log.
 """
 
 from __future__ import annotations
@@ -24,18 +24,14 @@ from llmbench.workloads.prompts import bundled_text
 
 def windows(n_tokens: int, context_len: int, stride: int) -> Iterator[tuple[int, int, int]]:
     """(begin, end, score_from): run tokens[begin:end], score targets at positions >= score_from."""
-    if stride > context_len:
-        raise SpecError([("perplexity.stride", f"{stride} exceeds context_len {context_len}: "
-                          "tokens between windows would never be scored")])
-    prev_end = 1
-    for begin in range(0, n_tokens, stride):
-        end = min(begin + context_len, n_tokens)
-        if end - begin < 2 or end <= prev_end:
-            break
-        yield begin, end, max(prev_end, begin + 1)
-        prev_end = end
-        if end == n_tokens:
-            break
+    if stride >= context_len:
+        raise SpecError([("perplexity.stride", f"{stride} must be below context_len {context_len}: "
+                          "each window needs at least one token of context before its targets")])
+    end = min(context_len, n_tokens)
+    yield 0, end, 1
+    while end < n_tokens:
+        prev_end, end = end, min(end + stride, n_tokens)
+        yield max(0, end - context_len), end, prev_end
 
 
 def run_perplexity(backend: Backend, point: Point, meter: EnergyMeter):

@@ -1,0 +1,382 @@
+"""Hugging Face transformers (PyTorch) on the CPU or a CUDA GPU.
+
+Two decoding loops, both greedy and forced to exactly output_len tokens:
+- `generate`: `model.generate()` with the dynamic or static KV cache. With kv_cache=static and
+  compile, generate() compiles the model's forward itself (its `compile_config`).
+- `step`: our own loop over transformers' `StaticCache` whose decode step (forward + argmax) is
+  one `torch.compile`d function, so with mode "reduce-overhead" a step is one CUDA-graph replay
+  and the host does no per-step work besides reading the new tokens (gpt-fast style). This is
+  the fast path; `loop: auto` takes it whenever kv_cache=static and compile are both on.
+
+Per-token times come from a streamer in both loops: its `put()` receives every step's tokens
+for the whole batch, and the copy to the host is the step's synchronisation point.
+
+Compilation happens lazily on the first call with a new shape, i.e. in the warm-ups (check()
+refuses compile without one), never in the timed repeats.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import time
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from llmbench.backends.base import Backend
+from llmbench.errors import EngineError, ModelError
+from llmbench.measure.timeline import RequestTimeline
+from llmbench.spec import Point
+
+ATTN_IMPLS = ("sdpa", "eager", "flash_attention_2")
+COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+class TransformersOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    loop: Literal["auto", "generate", "step"] = Field(
+        "auto", description="auto: 'step' when kv_cache=static and compile, else 'generate'")
+    compile_mode: Literal[COMPILE_MODES] = "reduce-overhead"  # type: ignore[valid-type]
+    coordinate_descent_tuning: bool = Field(
+        True, description="inductor's extra kernel tuning (gpt-fast turns it on for decode)")
+    threads: int | None = Field(None, ge=1, description="torch CPU threads (default: torch's)")
+
+
+def _limit(model) -> int | None:
+    """The model's context length, without loading it."""
+    if model.arch is not None:
+        return model.arch.max_position
+    if model.source == "hf-dir":
+        try:
+            cfg = json.loads((Path(model.path) / "config.json").read_text())
+        except (OSError, ValueError):
+            return None
+        return cfg.get("max_position_embeddings") or cfg.get("n_positions")
+    return None
+
+
+class TransformersBackend(Backend):
+    name = "transformers"
+    package = "transformers"
+    extra = "transformers"
+    Options = TransformersOptions
+    supports = frozenset({"compile", "attn_impl", "kv_cache"})
+    scores_text = True
+
+    @classmethod
+    def check(cls, point: Point, model) -> list[tuple[str, str]]:
+        problems = super().check(point, model)
+        o = point.options
+        opts = point.backend_options
+        if o.attn_impl is not None and o.attn_impl not in ATTN_IMPLS:
+            problems.append(("options.attn_impl", f"{o.attn_impl!r} is not one of {list(ATTN_IMPLS)}"))
+        if o.attn_impl == "flash_attention_2":
+            import importlib.util
+
+            if importlib.util.find_spec("flash_attn") is None:
+                problems.append(("options.attn_impl", "flash_attention_2 needs the flash-attn "
+                                                      "package, which is not installed"))
+            elif not point.device.startswith("cuda"):
+                problems.append(("options.attn_impl", "flash_attention_2 runs on CUDA only"))
+        if o.compile and o.kv_cache != "static":
+            problems.append(("options.compile", "needs kv_cache=static: the dynamic cache grows "
+                                                "every step, so a compiled forward would recompile"))
+        if o.compile and point.workload == "offline" and point.warmups < 1:
+            problems.append(("warmups", "compile needs at least one warm-up, else compilation "
+                                        "time lands in the measured repeats"))
+        if opts.get("loop") == "step" and o.kv_cache != "static":
+            problems.append(("backend_options.transformers.loop",
+                             "the 'step' loop decodes into a static cache: set kv_cache=static"))
+        if model.source == "synthetic" and point.workload == "perplexity":
+            problems.append(("workload", f"{model.name!r} has random weights and no tokenizer: "
+                                         "perplexity means nothing there"))
+        limit = _limit(model)
+        if limit and point.workload == "offline" and point.input_len + point.output_len > limit:
+            problems.append(("input_len+output_len", f"{point.input_len + point.output_len} exceeds "
+                                                     f"the model's context of {limit} tokens"))
+        if limit and point.workload == "perplexity" and point.perplexity is not None \
+                and point.perplexity.context_len > limit:
+            problems.append(("perplexity.context_len", f"{point.perplexity.context_len} exceeds "
+                                                       f"the model's context of {limit} tokens"))
+        return problems
+
+    # -- life cycle -------------------------------------------------------------------------
+    def load(self) -> None:
+        import torch
+
+        self._torch = torch
+        if self.options.threads:
+            torch.set_num_threads(self.options.threads)
+        self.device = torch.device(self.point.device)
+        if self.device.type == "cuda":
+            self.device = torch.device("cuda", self.device.index or 0)
+            if not torch.cuda.is_available():
+                raise EngineError(f"device {self.point.device!r}: this torch "
+                                  f"({torch.__version__}) sees no CUDA device")
+            torch.cuda.set_device(self.device)
+        self.dtype_name = {"auto": "bf16" if self.device.type == "cuda" else "fp32"}.get(
+            self.point.dtype, self.point.dtype)
+        self.dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[self.dtype_name]
+        self.attn_impl = self.engine_options.attn_impl or "sdpa"
+        self.kv_cache = self.engine_options.kv_cache or "dynamic"
+        self.loop = self.options.loop
+        if self.loop == "auto":
+            self.loop = "step" if self.kv_cache == "static" and self.engine_options.compile else "generate"
+        self.tokenizer = None
+        if self.model.synthetic_weights:
+            self.hf = self._build_synthetic()
+        else:
+            self.hf = self._load_pretrained()
+        self.hf.eval()
+        self.hf.generation_config.pad_token_id = self.hf.generation_config.pad_token_id or 0
+        self._cache = None
+        self._cache_shape = None
+        self._step_fn = None
+
+    def _build_synthetic(self):
+        """Random weights straight on the target device in the target dtype (an 8B model never
+        passes through CPU fp32); transformers' own init draws them (normal, std 0.02)."""
+        from transformers import AutoConfig, AutoModelForCausalLM
+
+        from llmbench.models.sources import hf_config_dict
+
+        cfg_dict = dict(hf_config_dict(self.model.arch))
+        model_type = cfg_dict.pop("model_type")
+        config = AutoConfig.for_model(model_type, **cfg_dict)
+        config._attn_implementation = self.attn_impl
+        self._torch.manual_seed(self.point.seed)
+        with self.device:  # from_config(dtype=) sets the default dtype while it builds
+            return AutoModelForCausalLM.from_config(config, dtype=self.dtype,
+                                                    attn_implementation=self.attn_impl)
+
+    def _load_pretrained(self):
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        from llmbench.models.sources import model_path
+
+        kw = {}
+        if self.model.source == "gguf":
+            path, kw = self.model.path.parent, {"gguf_file": self.model.path.name}
+        else:
+            path = model_path(self.point.model, "hf")
+        self.path = path
+        self.tokenizer = AutoTokenizer.from_pretrained(path, **kw)
+        return AutoModelForCausalLM.from_pretrained(path, dtype=self.dtype, device_map=self.device,
+                                                    attn_implementation=self.attn_impl, **kw)
+
+    def version(self) -> str | None:
+        import transformers
+
+        return transformers.__version__
+
+    def effective_options(self) -> dict:
+        eff = super().effective_options()
+        hf = getattr(self, "hf", None)
+        eff.update(
+            device=self.point.device, dtype=getattr(self, "dtype_name", None),
+            attn_impl=getattr(hf.config, "_attn_implementation", None) if hf is not None else None,
+            kv_cache=getattr(self, "kv_cache", None), loop=getattr(self, "loop", None),
+            compile_mode=self.options.compile_mode if self.engine_options.compile else None,
+            sampling="greedy (argmax), exactly output_len tokens (EOS ignored)",
+            torch=getattr(self, "_torch", None) and self._torch.__version__,
+            torch_threads=getattr(self, "_torch", None) and self._torch.get_num_threads())
+        if getattr(self, "path", None):
+            eff["model_path"] = str(self.path)
+        return eff
+
+    def close(self) -> None:
+        self.hf = self._cache = self._step_fn = None
+        torch = getattr(self, "_torch", None)
+        if torch is not None and torch.cuda.is_available():
+            torch.cuda.empty_cache()
+
+    # -- token space ------------------------------------------------------------------------
+    def tokenize(self, text: str) -> list[int]:
+        if self.tokenizer is None:
+            raise ModelError([("model", f"{self.model.name!r} has random weights and no tokenizer")])
+        return self.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.hf.config.get_text_config().vocab_size)
+
+    @property
+    def context_len(self) -> int | None:
+        cfg = self.hf.config.get_text_config()
+        return getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None)
+
+    # -- per-point set-up -------------------------------------------------------------------
+    def prepare(self, point: Point) -> None:
+        torch = self._torch
+        if self.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.device)
+        if point.workload != "offline":
+            return
+        if self.loop == "step":
+            self._static_cache(point.batch_size, point.input_len + point.output_len)
+        elif self.kv_cache == "static" and self.engine_options.compile:
+            self._inductor_config()
+
+    def _inductor_config(self) -> None:
+        import torch._inductor.config as ic
+
+        ic.coordinate_descent_tuning = self.options.coordinate_descent_tuning
+        ic.fx_graph_cache = True
+        # One static cache (and so one graph) per point shape: allow a few recompiles per load.
+        self._torch._dynamo.config.cache_size_limit = max(self._torch._dynamo.config.cache_size_limit, 64)
+
+    def _static_cache(self, batch: int, length: int) -> None:
+        """A StaticCache sized for this point, filled by a first (untimed) prefill so its tensors
+        exist, are marked static for CUDA graphs, and the decode step is built once per shape."""
+        from transformers import StaticCache
+
+        if self._cache_shape == (batch, length):
+            return
+        torch = self._torch
+        self._cache = None
+        if self.device.type == "cuda":
+            torch.cuda.empty_cache()
+        self._cache = StaticCache(config=self.hf.config, max_cache_len=length)
+        with torch.inference_mode():
+            ids = torch.zeros((batch, 1), dtype=torch.long, device=self.device)
+            self.hf(input_ids=ids, past_key_values=self._cache, use_cache=True)
+        self._cache_shape = (batch, length)
+        if self._step_fn is None:
+            step = self._decode_step
+            if self.engine_options.compile:
+                self._inductor_config()
+                step = torch.compile(step, mode=self.options.compile_mode, fullgraph=True)
+            self._step_fn = step
+
+    def _decode_step(self, tokens, position_ids):
+        out = self.hf(input_ids=tokens, past_key_values=self._cache, position_ids=position_ids,
+                      use_cache=True)
+        return out.logits[:, -1].argmax(-1)
+
+    # -- generation -------------------------------------------------------------------------
+    def generate(self, prompts: list[list[int]], output_len: int, t_ref: float) -> list[RequestTimeline]:
+        torch = self._torch
+        timelines = [RequestTimeline(t_ref=t_ref, t_send=t_ref, prompt_tokens=len(p)) for p in prompts]
+        streamer = _streamer(timelines)
+        if len({len(p) for p in prompts}) != 1:
+            raise EngineError("prompts of one batch must have the same length (no padding here)")
+        ids = torch.tensor(prompts, dtype=torch.long, device=self.device)
+        with torch.inference_mode():
+            if self.loop == "step":
+                self._generate_step(ids, output_len, streamer)
+            else:
+                self._generate_hf(ids, output_len, streamer)
+        self.last_tokens = streamer.tokens
+        if streamer.steps != output_len:
+            raise EngineError(f"generated {streamer.steps} tokens per sequence, asked {output_len}")
+        return timelines
+
+    def _generate_hf(self, ids, output_len: int, streamer) -> None:
+        from transformers import CompileConfig, GenerationConfig
+
+        torch = self._torch
+        static = self.kv_cache == "static"
+        gc = GenerationConfig(
+            max_new_tokens=output_len, min_new_tokens=output_len, do_sample=False,
+            num_beams=1, eos_token_id=self.hf.generation_config.eos_token_id,
+            pad_token_id=self.hf.generation_config.pad_token_id,
+            cache_implementation="static" if static else "dynamic",
+            # generate() compiles the forward on its own whenever the cache is static (on CUDA);
+            # an uncompiled static point must say so.
+            disable_compile=not self.engine_options.compile,
+            compile_config=CompileConfig(fullgraph=True, dynamic=False, mode=self.options.compile_mode)
+            if self.engine_options.compile else None)
+        self.hf.generate(input_ids=ids, attention_mask=torch.ones_like(ids), generation_config=gc,
+                         streamer=streamer)
+
+    def _generate_step(self, ids, output_len: int, streamer) -> None:
+        torch = self._torch
+        batch, n_in = ids.shape
+        self._static_cache(batch, n_in + output_len)
+        self._cache.reset()  # rewinds the write position (generate() does the same)
+        streamer.put(ids)  # the prompt, as generate() does
+        logits = self.hf(input_ids=ids, past_key_values=self._cache, use_cache=True,
+                         logits_to_keep=1).logits
+        tok = logits[:, -1].argmax(-1)
+        streamer.put(tok.cpu())
+        positions = torch.arange(n_in, n_in + output_len, device=self.device)[None, :]
+        step = self._step_fn
+        mark = getattr(torch.compiler, "cudagraph_mark_step_begin", None)
+        for i in range(output_len - 1):
+            if mark is not None and self.engine_options.compile:
+                mark()
+            # clone: a CUDA-graph output is overwritten by the next replay
+            tok = step(tok[:, None], positions[:, i:i + 1]).clone()
+            streamer.put(tok.cpu())
+
+    def memory_peak_gib(self) -> float | None:
+        torch = getattr(self, "_torch", None)
+        if torch is not None and self.device.type == "cuda":
+            return torch.cuda.max_memory_allocated(self.device) / 2**30
+        # Linux reports ru_maxrss in KiB: the process's peak resident memory.
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+    # -- perplexity -------------------------------------------------------------------------
+    def loglikelihood(self, tokens: list[int], context_len: int, stride: int) -> tuple[float, int]:
+        from llmbench.workloads.perplexity import windows
+
+        torch = self._torch
+        nll, count = 0.0, 0
+        with torch.inference_mode():
+            for begin, end, score_from in windows(len(tokens), context_len, stride):
+                window = torch.tensor([tokens[begin:end]], dtype=torch.long, device=self.device)
+                logits = self.hf(input_ids=window, use_cache=False).logits[0].double()
+                # row j predicts window[j + 1]; score the targets at absolute positions >= score_from
+                first = max(score_from - begin, 1) - 1
+                rows = logits[first:-1]
+                targets = window[0, first + 1:]
+                logp = torch.log_softmax(rows, dim=-1).gather(1, targets[:, None])
+                nll -= float(logp.sum())
+                count += int(targets.numel())
+        return nll, count
+
+
+class _Stamps:
+    """Time-stamps each step (transformers' streamer protocol: put/end).
+
+    generate() first puts the prompt, then one tensor of new tokens (one per sequence) per
+    step, already copied to the host: that copy is where the host waits for the device, so
+    the time taken right after it is when the step's tokens became available."""
+
+    def __init__(self, timelines: list[RequestTimeline]):
+        self.timelines = timelines
+        self.prompt_seen = False
+        self.steps = 0
+        self.tokens: list[list[int]] = [[] for _ in timelines]
+
+    def put(self, value) -> None:
+        if not self.prompt_seen:
+            self.prompt_seen = True
+            return
+        ids = value.reshape(-1).tolist()  # a no-op sync when generate() already copied it
+        t = time.perf_counter()
+        if len(ids) != len(self.timelines):
+            raise EngineError(f"streamer got {len(ids)} tokens for a batch of {len(self.timelines)}")
+        self.steps += 1
+        for tl, tok, out in zip(self.timelines, ids, self.tokens):
+            tl.add(t)
+            out.append(tok)
+
+    def end(self) -> None:
+        pass
+
+
+def _streamer(timelines: list[RequestTimeline]) -> _Stamps:
+    """A `_Stamps` that is also a transformers BaseStreamer (imported only when generating)."""
+    global _StampsStreamer
+    if _StampsStreamer is None:
+        from transformers.generation.streamers import BaseStreamer
+
+        _StampsStreamer = type("StampsStreamer", (_Stamps, BaseStreamer), {})
+    return _StampsStreamer(timelines)
+
+
+_StampsStreamer = None

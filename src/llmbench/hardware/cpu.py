@@ -1,0 +1,111 @@
+"""This machine's CPU as a roofline entry: memory bandwidth and matmul rate measured with numpy.
+
+No datasheet describes "whatever CPU this is" (VMs report "AMD EPYC"), so the bound comes from
+a measurement, cached per CPU model, core count and numpy version under the user cache dir.
+- bandwidth: best of several reads of a 256 MiB array (a dot product streams it once), or a
+  copy counted as read + write, whichever is faster; the array is 8x a 32 MiB L3 so caches
+  do not help.
+- fp32 rate: best of several 2048^3 sgemm (numpy's BLAS, all cores).
+- bf16/fp16 rate: taken as the fp32 rate (CPU engines widen them to fp32 FMAs).
+- int8 rate: an estimate, not a measurement: 4x the fp32 rate where the CPU has VNNI (one
+  vpdpbusd does four int8 multiply-adds per 32-bit lane), else 2x. llama.cpp's quantized
+  matmuls (Q4/Q8 x Q8) use these instructions, so its prefill can exceed the fp32 rate.
+Measurements on a busy machine read low; `measure(force=True)` or deleting the cache redoes it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import time
+from pathlib import Path
+
+from llmbench.hardware import Hardware
+
+LOCAL_ID = "cpu"
+
+
+def _cpu_name() -> str:
+    from llmbench.measure.env import cpu_name
+
+    return cpu_name()
+
+
+def _flags() -> set[str]:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def is_local_cpu(name: str) -> bool:
+    n = name.strip().lower()
+    return n in (LOCAL_ID, "local-cpu", "local cpu") or n == _cpu_name().strip().lower()
+
+
+def _cache_path() -> Path:
+    import numpy as np
+
+    from llmbench.models.sources import cache_dir
+
+    key = f"{_cpu_name()}|{os.cpu_count()}|{np.__version__}"
+    safe = "".join(c if c.isalnum() else "_" for c in key)[:120]
+    return cache_dir() / "hardware" / f"cpu-{safe}.json"
+
+
+def _best(f, repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        f()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def measure(force: bool = False) -> dict:
+    """Measured bandwidth (GB/s) and fp32 matmul rate (TFLOP/s), cached."""
+    path = _cache_path()
+    if not force and path.exists():
+        try:
+            return json.loads(path.read_text())
+        except ValueError:
+            pass
+    import numpy as np
+
+    n = 64 * 1024 * 1024  # 256 MiB of fp32
+    a = np.ones(n, np.float32)
+    b = np.empty_like(a)
+    read_s = _best(lambda: a @ a, 5)
+    copy_s = _best(lambda: np.copyto(b, a), 5)
+    bw = max(a.nbytes / read_s, 2 * a.nbytes / copy_s)
+    del a, b
+    m = 2048
+    x = np.random.default_rng(0).random((m, m), dtype=np.float32)
+    y = np.random.default_rng(1).random((m, m), dtype=np.float32)
+    mm_s = _best(lambda: x @ y, 5)
+    result = {"mem_bw_gbs": bw / 1e9, "fp32_tflops": 2 * m ** 3 / mm_s / 1e12,
+              "cpu": _cpu_name(), "cores": os.cpu_count(), "numpy": np.__version__,
+              "measured_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".part")
+    tmp.write_text(json.dumps(result, indent=1))
+    os.replace(tmp, path)
+    return result
+
+
+@functools.cache
+def local_cpu() -> Hardware:
+    m = measure()
+    fp32 = m["fp32_tflops"]
+    vnni = bool({"avx512_vnni", "avx_vnni", "amx_int8"} & _flags())
+    return Hardware(
+        id=LOCAL_ID, name=m["cpu"], vendor="cpu", mem_bw_gbs=m["mem_bw_gbs"],
+        peak_tflops={"fp32": fp32, "tf32": None, "bf16": fp32, "fp16": fp32,
+                     "int8": fp32 * (4 if vnni else 2), "fp8": None},
+        link_gbs=None, source=f"measured on this machine ({m['cores']} cores, {m['measured_at']})",
+        notes="bandwidth and fp32 sgemm measured with numpy; int8 rate estimated "
+              f"({'4x: VNNI' if vnni else '2x: no VNNI'})", measured=True)

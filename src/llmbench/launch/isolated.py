@@ -1,0 +1,260 @@
+"""Run a sweep's point groups in isolated worker processes, so that an engine's crash
+(segfault, abort, OOM kill), a CUDA out-of-memory or a hang costs only the point it happened
+in: that point gets a `status='failed'` record naming the cause, a fresh worker is started for
+the rest of its group, and the sweep goes on.
+
+One worker per group of points that share an engine load (`Point.load_key`), so a model loads
+once per group (once more after each crash). Groups run one after another: points measured
+side by side on one machine would disturb each other's timings.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from llmbench.models.sources import ModelRef
+from llmbench.runner import SweepResult, failed_record, group_points, pending, validate
+from llmbench.spec import Point, SweepSpec
+from llmbench.store import Record, Store, new_run_id
+
+#: Per-point limit when the spec gives none: generous, since a big model's point can take long.
+DEFAULT_TIMEOUT_S = 3600.0
+#: Loading an engine has its own limit (at least this long, whatever timeout_s says).
+LOAD_TIMEOUT_S = 1800.0
+
+Progress = Callable[[str, Point | None, int], None]
+
+
+def run_sweep_isolated(spec: SweepSpec, results: Path, *, resume: bool = False,
+                       redo_failed: bool = False, progress: Progress | None = None,
+                       points: list[Point] | None = None, run_id: str | None = None) -> SweepResult:
+    points = points if points is not None else spec.points()
+    models = validate(points)  # nothing runs unless every point can
+    store = Store(results)
+    result = SweepResult(run_id or new_run_id(), store.root)
+    points, result.skipped = pending(points, store, resume=resume, redo_failed=redo_failed)
+    say = progress or (lambda *a: None)
+    for group in group_points(points):
+        result.records.extend(run_group_isolated(group, models, result.run_id, store, say))
+    return result
+
+
+def run_group_isolated(group: list[Point], models: dict[str, ModelRef], run_id: str,
+                       store: Store, say: Progress) -> list[Record]:
+    """Every point of the group ends with exactly one record of this run, whatever the
+    workers do."""
+    records: list[Record] = []
+    remaining = list(group)
+    while remaining:
+        outcome = _Worker(remaining, run_id, store, say).supervise()
+        records.extend(outcome.records)
+        done = {r.point_key for r in outcome.records}
+        remaining = [p for p in remaining if p.key not in done]
+        if outcome.cause is None:
+            if remaining:  # the worker ended cleanly yet skipped points: never silently
+                outcome.cause, outcome.blame = "worker ended without running this point", [remaining[0]]
+            else:
+                break
+        for p in outcome.blame:
+            rec = _stored(store, run_id, p)
+            if rec is None:
+                rec = failed_record(p, run_id, models[p.model], outcome.cause)
+                store.write(rec)
+            records.append(rec)
+            say("done", p, 0)
+        blamed = {p.key for p in outcome.blame}
+        remaining = [p for p in remaining if p.key not in blamed]
+    return records
+
+
+def _stored(store: Store, run_id: str, p: Point) -> Record | None:
+    """The record a worker wrote for `p` just before it died, if it got that far."""
+    for path in sorted((store.root / run_id).glob(f"*-{p.key}-*.json")):
+        try:
+            return Record.model_validate_json(path.read_text())
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+class _Outcome:
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+        self.cause: str | None = None
+        self.blame: list[Point] = []
+
+
+class _Worker:
+    """One worker process for (the rest of) a group, watched by the parent."""
+
+    def __init__(self, points: list[Point], run_id: str, store: Store, say: Progress):
+        self.points, self.run_id, self.store, self.say = points, run_id, store, say
+        self.by_key = {p.key: p for p in points}
+
+    def supervise(self) -> _Outcome:
+        out = _Outcome()
+        with tempfile.TemporaryDirectory(prefix="llmbench-worker-") as tmp:
+            job = Path(tmp) / "job.json"
+            job.write_text(json.dumps({"run_id": self.run_id, "results": str(self.store.root),
+                                       "points": [p.model_dump(mode="json") for p in self.points]}))
+            log = open(Path(tmp) / "worker.log", "w+b")
+            r, w = os.pipe()
+            try:
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "llmbench.launch.worker", str(job), str(w)],
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, pass_fds=(w,),
+                    start_new_session=True)  # its own process group: engine children die with it
+            finally:
+                os.close(w)
+            try:
+                self._watch(proc, r, out, log)
+            finally:
+                os.close(r)
+                _kill_group(proc)
+                log.close()
+        return out
+
+    def _watch(self, proc: subprocess.Popen, r: int, out: _Outcome, log) -> None:
+        self.current: Point | None = None
+        self.started = False  # the engine loaded: a point started or a record came
+        self.limit = max(LOAD_TIMEOUT_S, _timeout(self.points[0]))
+        self.deadline = time.monotonic() + self.limit
+        buf, eof = b"", False
+        while True:
+            wait = min(0.5, max(0.0, self.deadline - time.monotonic()))
+            lines, buf, eof = _read_lines(r, buf, eof, wait)
+            if self._handle(lines, out):
+                try:
+                    proc.wait(timeout=60)
+                except subprocess.TimeoutExpired:  # stuck in its exit handlers: work is done
+                    pass
+                return
+            rc = proc.poll()
+            if rc is not None or eof:
+                if rc is None:  # pipe closed but the process lingers: give it a moment
+                    try:
+                        rc = proc.wait(timeout=5)
+                    except subprocess.TimeoutExpired:
+                        _kill_group(proc)
+                        rc = proc.wait()
+                lines, buf, _ = _read_lines(r, buf, False, 0)  # what it said before dying
+                if self._handle(lines, out):
+                    return
+                self._fail(out, _exit_cause(rc) + _tail(log))
+                return
+            if time.monotonic() >= self.deadline:
+                _kill_group(proc)
+                proc.wait()
+                self._fail(out, f"timed out after {self.limit:g} s (per-point limit timeout_s); "
+                                "worker killed" if self.started else
+                                f"timed out after {self.limit:g} s while loading; worker killed")
+                return
+
+    def _handle(self, lines: list[bytes], out: _Outcome) -> bool:
+        """Apply the worker's events; True once it reported the end of its group."""
+        for line in lines:
+            try:
+                msg = json.loads(line)
+            except ValueError:  # a torn line from a dying worker
+                continue
+            ev, p = msg.get("event"), self.by_key.get(msg.get("key"))
+            if ev == "end":
+                return True
+            if ev == "record":
+                out.records.append(Record.model_validate_json(Path(msg["path"]).read_text()))
+                self.current, self.started = None, True
+                if p is not None:
+                    self.say("done", p, 0)
+                    # the next point's start follows at once; until then the same limit holds
+                    self.limit = _timeout(p)
+                    self.deadline = time.monotonic() + self.limit
+            elif p is None:
+                continue
+            elif ev == "start":
+                self.current, self.started = p, True
+                self.limit = _timeout(p)
+                self.deadline = time.monotonic() + self.limit
+                self.say("start", p, 0)
+            elif ev in ("load", "repeat"):
+                self.say(ev, p, msg.get("n", 0))
+        return False
+
+    def _fail(self, out: _Outcome, cause: str) -> None:
+        done = {r.point_key for r in out.records}
+        rest = [p for p in self.points if p.key not in done]
+        if self.current is not None and self.current.key not in done:
+            out.cause, out.blame = cause, [self.current]
+        elif not self.started:  # died or hung while loading: the group shares that load
+            out.cause, out.blame = f"load failed: {cause}", rest
+        else:  # between points: blame the next one, so that a restart always makes progress
+            out.cause, out.blame = cause, rest[:1]
+
+
+def _read_lines(fd: int, buf: bytes, eof: bool, wait_s: float) -> tuple[list[bytes], bytes, bool]:
+    if not eof:
+        ready, _, _ = select.select([fd], [], [], wait_s)
+        while ready:
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                eof = True
+                break
+            buf += chunk
+            ready, _, _ = select.select([fd], [], [], 0)
+    *lines, buf = buf.split(b"\n")
+    return [x for x in lines if x.strip()], buf, eof
+
+
+def _timeout(p: Point) -> float:
+    return p.timeout_s if p.timeout_s else DEFAULT_TIMEOUT_S
+
+
+def _exit_cause(rc: int) -> str:
+    if rc < 0:
+        sig = -rc
+        try:
+            name = signal.Signals(sig).name
+        except ValueError:
+            name = "unknown signal"
+        cause = f"worker killed by signal {sig} ({name})"
+        if sig == signal.SIGKILL:
+            cause += ", e.g. by the kernel's out-of-memory killer"
+        return cause
+    if rc == 0:
+        return "worker exited before finishing its points"
+    return f"worker exited with status {rc}"
+
+
+def _tail(log, lines: int = 4, chars: int = 600) -> str:
+    """The worker's last words (engine asserts, Python errors), for the failure cause."""
+    try:
+        log.flush()
+        log.seek(0, os.SEEK_END)
+        size = log.tell()
+        log.seek(max(0, size - 8192))
+        text = log.read().decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return ""
+    last = [x.strip() for x in text.splitlines() if x.strip()][-lines:]
+    return f"; last output: {' | '.join(last)[-chars:]}" if last else ""
+
+
+def _kill_group(proc: subprocess.Popen) -> None:
+    """Kill the worker's process group (the worker and any engine processes it spawned)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if proc.returncode is None:
+        try:
+            proc.kill()
+        except ProcessLookupError:
+            pass

@@ -1,0 +1,163 @@
+"""The OpenAI-compatible streaming client: request bodies for /v1/completions and
+/v1/chat/completions, and the reading of a recorded stream into a token timeline.
+
+Tokens per event (a chunk may carry several tokens: speculative decoding, stream intervals):
+1. the server's cumulative `usage.completion_tokens` in every chunk when it sends one (vLLM's
+   `continuous_usage_stats`) -> exact counts;
+2. else one token per event with text, when that agrees with the final `usage`;
+3. else the tokenizer's count of each chunk's text, the last event absorbing any difference to
+   the server's total (so the sum always equals the server's count).
+The ITL split of a k-token event is `measure/timeline.py`'s: its gap is split evenly into k.
+
+The API key travels only inside the pre-built request bytes; nothing here stores headers.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Callable, Literal
+
+from llmbench.loadgen.http import Endpoint, Response, build_request
+from llmbench.loadgen.sse import parse_all
+from llmbench.measure.timeline import RequestTimeline
+
+Api = Literal["completions", "chat"]
+PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
+
+
+@dataclass
+class RequestSpec:
+    prompt: str
+    prompt_len: int          # tokens, by the benchmark's tokenizer
+    output_len: int          # tokens asked for
+
+
+def request_body(spec: RequestSpec, model: str, api: Api, force_output: bool = True,
+                 extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    body: dict[str, Any] = {"model": model, "max_tokens": spec.output_len, "stream": True,
+                            "temperature": 0.0,
+                            "stream_options": {"include_usage": True,
+                                               "continuous_usage_stats": True}}
+    if api == "chat":
+        body["messages"] = [{"role": "user", "content": spec.prompt}]
+    else:
+        body["prompt"] = spec.prompt
+    if force_output:
+        body["ignore_eos"] = True
+        body["min_tokens"] = spec.output_len
+    body.update(extra or {})
+    return body
+
+
+def encode_request(ep: Endpoint, spec: RequestSpec, model: str, api: Api, *,
+                   force_output: bool = True, extra: dict[str, Any] | None = None,
+                   api_key: str | None = None) -> bytes:
+    body = json.dumps(request_body(spec, model, api, force_output, extra)).encode()
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+    return build_request(ep, "POST", PATHS[api], body, headers)
+
+
+@dataclass
+class Outcome:
+    """One request as measured: its timeline plus what the server said about it."""
+
+    timeline: RequestTimeline
+    expected_output_len: int
+    prompt_len_sent: int = 0         # the prompt's length by the benchmark's tokenizer
+    error_kind: str | None = None
+    detail: str | None = None
+    text: str = ""
+    usage_prompt_tokens: int | None = None
+    usage_completion_tokens: int | None = None
+    token_split: str = "none"       # continuous_usage | one_per_event | tokenizer
+    finish_reason: str | None = None
+    chunk_texts: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.error_kind is None
+
+
+def _text_of(choice: dict) -> str:
+    if "text" in choice:
+        return choice.get("text") or ""
+    d = choice.get("delta") or {}
+    return (d.get("content") or "") + (d.get("reasoning_content") or d.get("reasoning") or "")
+
+
+def interpret(resp: Response, t_ref: float, spec: RequestSpec,
+              count_tokens: Callable[[str], int] | None = None) -> Outcome:
+    tl = RequestTimeline(t_ref=t_ref, t_send=resp.t_send, prompt_tokens=spec.prompt_len)
+    out = Outcome(timeline=tl, expected_output_len=spec.output_len, prompt_len_sent=spec.prompt_len)
+
+    def fail(kind: str, detail: str | None) -> Outcome:
+        out.error_kind, out.detail = kind, detail
+        tl.error = kind
+        return out
+
+    if resp.error and resp.error != "connection_dropped":
+        return fail(resp.error, resp.detail)
+    if resp.status and resp.status != 200:
+        return fail(f"http_{resp.status}", resp.body[:300].decode("utf-8", "replace"))
+    if resp.error:
+        return fail(resp.error, resp.detail)
+
+    events: list[tuple[float, str, int | None]] = []   # (t, text, cumulative completion tokens)
+    for t, payload in parse_all(resp.pieces):
+        if payload.strip() == b"[DONE]":
+            continue
+        try:
+            obj = json.loads(payload)
+        except ValueError:
+            return fail("malformed_sse", f"unparseable event {payload[:120]!r}")
+        if not isinstance(obj, dict):
+            return fail("malformed_sse", f"event is not an object: {payload[:120]!r}")
+        if obj.get("error"):
+            err = obj["error"]
+            return fail("stream_error", str(err.get("message") if isinstance(err, dict) else err)[:300])
+        usage = obj.get("usage") or None
+        if usage:
+            out.usage_prompt_tokens = usage.get("prompt_tokens", out.usage_prompt_tokens)
+            out.usage_completion_tokens = usage.get("completion_tokens", out.usage_completion_tokens)
+        choices = obj.get("choices") or []
+        if not choices:
+            continue
+        ch = choices[0]
+        if ch.get("finish_reason"):
+            out.finish_reason = ch["finish_reason"]
+        text = _text_of(ch)
+        cum = usage.get("completion_tokens") if usage else None
+        if text or cum:
+            events.append((t, text, cum))
+
+    out.chunk_texts = [e[1] for e in events]
+    out.text = "".join(out.chunk_texts)
+    if not events:
+        return fail("no_tokens", "the stream carried no generated text")
+    total = out.usage_completion_tokens
+    if all(c is not None for _, _, c in events):
+        prev = 0
+        for t, _, c in events:
+            tl.add(t, c - prev)
+            prev = max(prev, c)
+        out.token_split = "continuous_usage"
+    elif total is None or total == len(events) or count_tokens is None:
+        for t, _, _ in events:
+            tl.add(t, 1)
+        out.token_split = "one_per_event"
+    else:
+        ks = [max(1, count_tokens(x)) if x else 0 for _, x, _ in events]
+        diff = total - sum(ks)
+        for i in range(len(ks) - 1, -1, -1):   # give/take the difference from the end
+            if diff == 0:
+                break
+            new = max(1 if ks[i] else 0, ks[i] + diff)
+            diff -= new - ks[i]
+            ks[i] = new
+        for (t, _, _), k in zip(events, ks):
+            tl.add(t, k)
+        out.token_split = "tokenizer"
+    if out.usage_prompt_tokens is not None:
+        tl.prompt_tokens = out.usage_prompt_tokens
+    return out

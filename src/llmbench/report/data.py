@@ -1,0 +1,145 @@
+"""The store as one pandas frame for figures: the index rows plus derived columns.
+
+Derived columns (computed here, once, for every figure):
+- source        'own' for llmbench's measurements, 'reference' for imported published data
+- system        'hardware ×count · engine', the default colour of every view
+- parallelism   'TP2·PP2' style label (with EP when present)
+- dtype         'w=bf16 · kv=fp8' style label
+- model_params_b  parameters in billions
+- total_tokens_per_joule_mean = total_throughput_tok_s_mean / avg_power_w_mean: the paper's
+  throughput-per-watt, computable for own and reference rows alike (own records also carry
+  `tokens_per_joule`, generated tokens per joule, measured per repeat).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from llmbench.store.index import load_index
+from llmbench.store.store import STATS
+
+# Columns that identify a record but never a configuration.
+NOT_CONFIG = {"run_id", "created_at", "status", "error", "path", "_mtime_ns", "_size",
+              "point_key", "backend_version", "roofline_binding_resource", "repeats", "warmups",
+              "source_file", "source_row", "text"}
+IDENTITY = ["source", "kind", "hardware", "hardware_count", "backend", "model"]
+DERIVED = ["system", "parallelism", "dtype", "model_params_b"]
+
+
+@dataclass
+class Data:
+    """A loaded store: the frame and what its columns are."""
+
+    df: pd.DataFrame
+    root: Path
+    metrics: list[str] = field(default_factory=list)   # metric base names, e.g. ttft_s
+    workload: list[str] = field(default_factory=list)  # workload field names present
+
+    @property
+    def config_fields(self) -> list[str]:
+        """Everything that makes two records different configurations."""
+        cols = IDENTITY + [w for w in self.workload if w in self.df.columns and w not in NOT_CONFIG]
+        cols += ["synthetic_weights", "parallelism", "dtype", "system"]
+        return [c for c in dict.fromkeys(cols) if c in self.df.columns]
+
+    def filter_fields(self, max_values: int = 200) -> list[str]:
+        """Fields offered as filters: every categorical field with at least one value."""
+        out = []
+        for c in self.config_fields:
+            if c in ("system",):
+                continue
+            n = self.df[c].nunique(dropna=True)
+            if 1 <= n <= max_values:
+                out.append(c)
+        return out
+
+    def metric_columns(self, stat: str = "mean") -> list[str]:
+        return [m for m in self.metrics if f"{m}_{stat}" in self.df.columns]
+
+    def counts(self) -> dict[str, int]:
+        s = self.df["source"].value_counts() if len(self.df) else {}
+        return {"records": len(self.df), "own": int(s.get("own", 0)),
+                "reference": int(s.get("reference", 0))}
+
+
+def load(root: Path | str, full_check: bool = False) -> Data:
+    idx = load_index(root, full_check=full_check)
+    df = idx.to_pandas()
+    metrics = list(idx.metrics)
+    df = enrich(df)
+    if "total_tokens_per_joule_mean" in df.columns and "total_tokens_per_joule" not in metrics:
+        metrics.append("total_tokens_per_joule")
+    return Data(df=df, root=Path(root), metrics=sorted(metrics), workload=list(idx.workload))
+
+
+def _col(df: pd.DataFrame, name: str, default=None) -> pd.Series:
+    return df[name] if name in df.columns else pd.Series(default, index=df.index, dtype=object)
+
+
+def _label_num(v) -> str:
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return ""
+    if isinstance(v, float) and v.is_integer():
+        v = int(v)
+    return str(v)
+
+
+def enrich(df: pd.DataFrame) -> pd.DataFrame:
+    if df.empty:
+        for c in ["source", "kind", "status", *DERIVED, "hardware", "backend", "model"]:
+            df[c] = pd.Series(dtype=object)
+        return df
+    df = df.copy()
+    df["source"] = np.where(df["kind"] == "reference", "reference", "own")
+    hw = _col(df, "hardware").fillna("?").astype(str)
+    cnt = _col(df, "hardware_count").fillna(1)
+    cnt_lbl = cnt.map(lambda c: "" if _label_num(c) in ("", "1") else f" ×{_label_num(c)}")
+    df["system"] = hw + cnt_lbl + " · " + _col(df, "backend").fillna("?").astype(str)
+    tp = _col(df, "tensor_parallel").map(_label_num)
+    pp = _col(df, "pipeline_parallel").map(_label_num)
+    ep = _col(df, "expert_parallel").map(_label_num)
+    par = ("TP" + tp.replace("", "1")) + "·PP" + pp.replace("", "1")
+    par = par.where(ep.isin(["", "1"]), par + "·EP" + ep)
+    df["parallelism"] = par
+    wd = _col(df, "weight_dtype").fillna("").astype(str)
+    wq = _col(df, "weight_quant").fillna("").astype(str)
+    kd = _col(df, "kv_cache_dtype").fillna("").astype(str)
+    w = wq.where(wq != "", wd).replace("", "auto")
+    df["dtype"] = "w=" + w + " · kv=" + kd.replace("", "auto")
+    df["model_params_b"] = pd.to_numeric(_col(df, "model_params"), errors="coerce") / 1e9
+    if {"total_throughput_tok_s_mean", "avg_power_w_mean"} <= set(df.columns):
+        p = pd.to_numeric(df["avg_power_w_mean"], errors="coerce")
+        df["total_tokens_per_joule_mean"] = df["total_throughput_tok_s_mean"] / p.where(p > 0)
+    return df
+
+
+def stat_column(metric: str, stat: str) -> str:
+    if stat not in STATS:
+        raise ValueError(f"unknown statistic {stat!r}")
+    return f"{metric}_{stat}"
+
+
+@lru_cache(maxsize=4096)
+def _samples_of(path: str, mtime_ns: int, metric: str) -> tuple[float, ...]:
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return ()
+    st = (doc.get("metrics") or {}).get(metric) or {}
+    return tuple(st.get("samples") or ())
+
+
+def samples(rows: pd.DataFrame, metric: str) -> list[float]:
+    """The raw samples of `metric` pooled over the given records (read from their files:
+    the index keeps summaries only)."""
+    out: list[float] = []
+    mt = rows["_mtime_ns"] if "_mtime_ns" in rows.columns else [0] * len(rows)
+    for p, m in zip(rows["path"], mt):
+        out.extend(_samples_of(str(p), int(m or 0), metric))
+    return out

@@ -1,0 +1,223 @@
+"""The static report: one self-contained HTML file (plotly.js inlined once, no CDN, no network)
+plus a PNG of every figure, all from the same figure code as the dashboard."""
+
+from __future__ import annotations
+
+import html
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from llmbench import __version__
+from llmbench.report import best as best_mod
+from llmbench.report import data as data_mod
+from llmbench.report import figures, views
+
+SECTIONS = (("own", "Your results"), ("reference", "Published reference data (LLM-Inference-Bench)"))
+REPORT_VIEWS = ("batch", "latency", "length", "kv_block", "dtype", "parallelism", "power", "energy",
+                "perplexity", "distributions", "training")
+
+
+@dataclass
+class Report:
+    html: Path
+    pngs: list[Path] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    figures: dict[str, figures.Fig] = field(default_factory=dict)
+    seconds: float = 0.0
+
+
+@dataclass
+class _Block:
+    anchor: str
+    title: str
+    subtitle: str = ""
+    fig: figures.Fig | None = None
+    table: str = ""
+
+
+def _pins_text(pins: dict) -> str:
+    parts = []
+    for k, v in pins.items():
+        vals = ", ".join(figures._si(x) if isinstance(x, float) else str(x) for x in v)
+        parts.append(f"{k} = {vals}")
+    return " · ".join(parts)
+
+
+def _view_blocks(d: data_mod.Data, source: str) -> list[_Block]:
+    blocks = []
+    for key in REPORT_VIEWS:
+        view = views.VIEWS[key]
+        rows = views.view_rows(d, view)
+        rows = rows[rows["source"] == source]
+        if rows.empty:
+            continue
+        x, y, color = views.default_x(d, view, rows), views.default_y(d, view, rows), view.color
+        ch = views.Choice(view=key, x=x, y=y)
+        if views.value_column(rows, y, "mean") not in rows.columns or x not in rows.columns:
+            continue
+        if rows[views.value_column(rows, y, "mean")].notna().sum() == 0 or rows[x].notna().sum() == 0:
+            continue
+        if view.plot == "xy" and rows.loc[rows[views.value_column(rows, y, "mean")].notna(), x].nunique() < 2:
+            continue  # one x value is a table, not a trend
+        pins = views.default_pins(d, view, x, y, color, df=rows)
+        ch.filters = {**pins, "source": [source]}
+        title = f"Distribution of {figures.label(y).split(' (')[0].lower()}" \
+            if view.plot == "ecdf" else None
+        fig, pts = views.build(d, ch, height=500, title=title)
+        if view.plot == "ecdf" and len(pts) == 0:
+            continue
+        blocks.append(_Block(f"{source}-{key}", view.title, _pins_text(pins) or view.help, fig))
+        if view.plot == "ecdf":  # TTFT first; add the ITL and E2E distributions next to it
+            for m in ("itl_s", "e2e_s"):
+                if m != y and f"{m}_mean" in rows.columns and rows[f"{m}_mean"].notna().any():
+                    f2, _ = views.build(d, views.Choice(view=key, y=m, filters=ch.filters), height=460,
+                                        title=f"Distribution of {figures.label(m).split(' (')[0].lower()}")
+                    blocks.append(_Block(f"{source}-{key}-{m}", f2.title,
+                                         _pins_text(pins), f2))
+    return blocks
+
+
+def _table_html(rows: list[dict[str, str]]) -> str:
+    if not rows:
+        return ""
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
+    body = "".join("<tr class='{}'>".format("pareto" if r.get("Pareto") else "") +
+                   "".join(f"<td>{html.escape(v)}</td>" for v in r.values()) + "</tr>" for r in rows)
+    return f"<div class='tablewrap'><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+
+
+def _best_blocks(d: data_mod.Data) -> list[_Block]:
+    """One ranked table + Pareto figure per source, for its most measured workload."""
+    blocks = []
+    df = d.df
+    if df.empty:
+        return blocks
+    for source, name in (("own", "your results"), ("reference", "the published data")):
+        rows = df[(df["source"] == source) & (df["status"] == "ok") &
+                  df["kind"].isin(["inference", "serving", "reference"])]
+        if rows.empty or "input_len" not in rows:
+            continue
+        thr = views.value_column(rows, "total_throughput_tok_s", "mean")
+        if thr not in rows.columns:
+            continue
+        rows = rows[rows[thr].notna() & rows["input_len"].notna()]
+        if rows.empty:
+            continue
+        top = rows.groupby(["model", "input_len", "output_len"], dropna=False).size().idxmax()
+        model, il, ol = top
+        q = best_mod.BestQuery(model=model, input_len=int(il),
+                               output_len=None if pd.isna(ol) else int(ol), sources=[source], top=15)
+        ranked, notes = best_mod.find_best(d, q)
+        title = f"Best configurations in {name}: {model}, input {int(il)}" + \
+                ("" if pd.isna(ol) else f", output {int(ol)}")
+        sub = "Ranked by total throughput; ★ = on the Pareto frontier of throughput against latency. " \
+              "TTFT/TPOT marked ≤ are bounds from the batch latency, not measurements. " + " ".join(notes)
+        fig = figures.pareto_figure(ranked, title=f"Throughput against latency — {model}")
+        blocks.append(_Block(f"best-{source}", title, sub, fig,
+                             _table_html(best_mod.table_rows(ranked, top=15))))
+    return blocks
+
+
+CSS = """
+*{box-sizing:border-box} body{margin:0;font-family:Inter,"Segoe UI",Helvetica,Arial,sans-serif;
+color:#1d2433;background:#f4f6fa} header{background:linear-gradient(120deg,#1b2a4a,#2f4f8f);color:#fff;
+padding:28px 40px 22px} header h1{margin:0 0 4px;font-size:26px;font-weight:650}
+header p{margin:0;opacity:.8;font-size:14px} .cards{display:flex;gap:14px;flex-wrap:wrap;margin-top:18px}
+.card{background:rgba(255,255,255,.12);border-radius:10px;padding:10px 16px;min-width:120px}
+.card b{display:block;font-size:22px} .card span{font-size:12px;opacity:.85}
+nav{position:sticky;top:0;background:#fff;border-bottom:1px solid #e3e7ef;padding:8px 40px;z-index:5;
+font-size:13px;white-space:nowrap;overflow-x:auto} nav a{color:#2f4f8f;margin-right:16px;text-decoration:none}
+main{max-width:1240px;margin:0 auto;padding:18px 28px 60px} h2{margin:34px 0 10px;font-size:21px}
+section.block{background:#fff;border-radius:12px;box-shadow:0 1px 3px rgba(20,30,60,.08);
+padding:16px 18px 10px;margin:14px 0} section.block h3{margin:2px 0 2px;font-size:16px}
+.sub{color:#667;font-size:12.5px;margin:0 0 6px} .tablewrap{overflow-x:auto;margin-top:8px}
+table{border-collapse:collapse;font-size:12.5px;width:100%} th{background:#eef1f7;text-align:left;
+padding:6px 8px;position:sticky;top:0} td{padding:5px 8px;border-top:1px solid #eef0f4}
+tr.pareto td{background:#fff8e1} .defs{font-size:13px;color:#333;line-height:1.5}
+.empty{color:#667;font-style:italic}
+"""
+
+DEFINITIONS = """
+<ul class='defs'>
+<li><b>TTFT</b>: scheduled send (serving) or batch start (offline) to the first generated token.
+<b>TPOT</b>: (last token − first token) / (output tokens − 1), per request.
+<b>ITL</b>: every gap between consecutive tokens, pooled; a chunk of k tokens counts as k tokens.
+<b>E2E</b>: send to last token. <b>Batch latency</b>: the whole offline batch (the paper's "Latency").</li>
+<li><b>Output throughput</b> = generated tokens / wall time; <b>total throughput</b> = (prompt + generated)
+tokens / wall time (the paper's definition, used to rank and to compare with the published data).</li>
+<li>Records of one configuration (repeated runs, duplicate published rows) are one point: the mean,
+with an error bar of the pooled spread √(mean within-record variance + variance between records).</li>
+<li>Dotted lines are the roofline bound of the same configuration (llmbench.roofline); efficiency =
+measured / bound. Open markers and dashed lines are published reference data.</li>
+</ul>
+"""
+
+
+def write_report(results: Path | str, out: Path | str, png: bool = True) -> Report:
+    t0 = time.perf_counter()
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    d = data_mod.load(results)
+    c = d.counts()
+    blocks_by_section: list[tuple[str, str, list[_Block]]] = []
+    blocks_by_section.append(("best", "Best configuration", _best_blocks(d)))
+    for src, title in SECTIONS:
+        blocks_by_section.append((src, title, _view_blocks(d, src)))
+    if not d.df.empty and any(col.startswith("roofline_efficiency_") for col in d.df.columns):
+        v = views.VIEWS["efficiency"]
+        fig, _ = views.build(d, views.Choice(view="efficiency"), height=520)
+        blocks_by_section.append(("side", "Side by side: efficiency against the roofline",
+                                  [_Block("efficiency", v.title, v.help, fig)]))
+    report = Report(html=out / "index.html")
+    figs: dict[str, figures.Fig] = {}
+    body = []
+    nav = []
+    for sec, title, blocks in blocks_by_section:
+        nav.append(f"<a href='#{sec}'>{html.escape(title.split(' (')[0])}</a>")
+        body.append(f"<h2 id='{sec}'>{html.escape(title)}</h2>")
+        if not blocks:
+            body.append("<p class='empty'>No records of this kind in the store.</p>")
+        for b in blocks:
+            body.append(f"<section class='block' id='{b.anchor}'><h3>{html.escape(b.title)}</h3>"
+                        f"<p class='sub'>{html.escape(b.subtitle)}</p>")
+            if b.fig is not None:
+                figs[b.anchor] = b.fig
+                body.append(f"<div class='fig' id='fig-{b.anchor}'></div>")
+            body.append(b.table + "</section>")
+    body.append("<h2 id='defs'>Definitions</h2>" + DEFINITIONS)
+    nav.append("<a href='#defs'>Definitions</a>")
+    import plotly.io as pio
+    from plotly.offline import get_plotlyjs
+
+    scripts = "".join(
+        f"(function(f){{Plotly.newPlot('fig-{k}',f.data,f.layout,"
+        f"{{displaylogo:false,responsive:true}});}})({pio.to_json(f.to_dict(), validate=False)});"
+        for k, f in figs.items())
+    n_hw = d.df["hardware"].nunique() if not d.df.empty else 0
+    n_eng = d.df["backend"].nunique() if not d.df.empty else 0
+    failed = int((d.df["status"] != "ok").sum()) if not d.df.empty else 0
+    cards = "".join(f"<div class='card'><b>{v}</b><span>{k}</span></div>" for k, v in (
+        ("records", c["records"]), ("own", c["own"]), ("reference", c["reference"]),
+        ("hardware", n_hw), ("engines", n_eng), ("failed / skipped", failed)))
+    stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    page = f"""<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
+<title>llmbench report</title><meta name="viewport" content="width=device-width,initial-scale=1">
+<style>{CSS}</style><script>{get_plotlyjs()}</script></head><body>
+<header><h1>llmbench report</h1><p>{html.escape(str(Path(results)))} · generated {stamp} ·
+llmbench {__version__}</p><div class='cards'>{cards}</div></header>
+<nav>{''.join(nav)}</nav><main>{''.join(body)}</main>
+<script>{scripts}</script></body></html>"""
+    report.html.write_text(page, encoding="utf-8")
+    report.figures = figs
+    if png and figs:
+        from llmbench.report.png import write_pngs
+
+        report.pngs, why = write_pngs(figs, out / "figures")
+        if why:
+            report.notes.append(why)
+    report.seconds = time.perf_counter() - t0
+    return report

@@ -1,0 +1,250 @@
+"""Named views (what the paper's figures show) and the functions that turn data + choices into
+a figure. The dashboard and the static report both go through `build`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+import pandas as pd
+
+from llmbench.report import figures
+from llmbench.report.aggregate import aggregate, value_column, varying_within
+from llmbench.report.data import Data, samples
+
+MISSING = "(none)"  # the filter option for 'field not set'
+
+
+@dataclass(frozen=True)
+class View:
+    key: str
+    title: str
+    x: tuple[str, ...]            # preferences: the first present is the default
+    y: tuple[str, ...]
+    color: str = "system"
+    plot: Literal["xy", "ecdf", "strip"] = "xy"
+    log_x: bool = False
+    log_y: bool = False
+    kinds: tuple[str, ...] = ()   # restrict to these record kinds (empty: all)
+    pin: bool = True              # pin other varying fields to their most common value
+    ideal_scaling: bool = False
+    help: str = ""
+
+
+THROUGHPUT = ("total_throughput_tok_s", "output_throughput_tok_s", "tokens_per_s")
+EFFICIENCY = ("roofline_efficiency_total_throughput_tok_s",
+              "roofline_efficiency_output_throughput_tok_s", "roofline_efficiency_batch_latency_s",
+              "roofline_efficiency_tpot_s", "roofline_efficiency_tokens_per_s")
+VIEWS: dict[str, View] = {v.key: v for v in [
+    View("batch", "Throughput vs batch size", ("batch_size", "concurrency"), THROUGHPUT,
+         log_x=True, log_y=True, help="Dotted: the roofline bound of the same hardware and model."),
+    View("latency", "Latency vs batch size", ("batch_size", "concurrency"),
+         ("batch_latency_s", "e2e_s", "ttft_s"), log_x=True, log_y=True),
+    View("length", "Throughput vs input/output length", ("input_len", "output_len"), THROUGHPUT,
+         log_x=True, log_y=True),
+    View("kv_block", "Throughput vs KV-cache block size", ("kv_block_size",), THROUGHPUT, log_x=True),
+    View("dtype", "Throughput vs weight / KV-cache dtype", ("dtype",), THROUGHPUT),
+    View("parallelism", "Throughput vs parallelism (TP / PP / EP)", ("parallelism",), THROUGHPUT),
+    View("power", "Power vs batch size", ("batch_size",), ("avg_power_w",), log_x=True),
+    View("energy", "Tokens per joule vs batch size", ("batch_size",),
+         ("total_tokens_per_joule", "tokens_per_joule"), log_x=True, log_y=True),
+    View("perplexity", "Perplexity by model", ("model",), ("perplexity",), pin=False),
+    View("distributions", "TTFT / ITL / E2E distributions", ("system",),
+         ("ttft_s", "itl_s", "e2e_s", "tpot_s"), plot="ecdf", log_x=True,
+         kinds=("serving", "inference", "reference")),
+    View("training", "Training TFLOP/s, MFU and scaling", ("hardware_count", "seq_len", "micro_batch"),
+         ("tflops", "mfu", "tokens_per_s"), color="model", kinds=("training",), ideal_scaling=True),
+    View("efficiency", "Efficiency against the roofline", ("system",), EFFICIENCY, color="source",
+         plot="strip", pin=False,
+         help="One dot per configuration; 100% is the analytical bound of that hardware."),
+]}
+
+
+@dataclass
+class Choice:
+    """What a user picked on a view (the dashboard's controls; the report's defaults)."""
+
+    view: str
+    x: str | None = None
+    y: str | None = None
+    stat: str = "mean"
+    color: str | None = None
+    log_x: bool | None = None
+    log_y: bool | None = None
+    filters: dict[str, list[Any]] = field(default_factory=dict)
+
+
+def y_options(data: Data) -> list[str]:
+    eff = sorted(c for c in data.df.columns if c.startswith("roofline_efficiency_"))
+    return list(data.metrics) + eff
+
+
+def x_options(data: Data) -> list[str]:
+    return [c for c in data.config_fields if data.df[c].nunique() > 0]
+
+
+def default_x(data: Data, view: View, df: pd.DataFrame | None = None) -> str | None:
+    df = data.df if df is None else df
+    for c in view.x:
+        if c in df.columns and df[c].notna().any():
+            return c
+    return view.x[0]
+
+
+def default_y(data: Data, view: View, df: pd.DataFrame | None = None) -> str | None:
+    df = data.df if df is None else df
+    for m in view.y:
+        c = value_column(df, m, "mean")
+        if c in df.columns and df[c].notna().any():
+            return m
+    return view.y[0]
+
+
+def view_rows(data: Data, view: View) -> pd.DataFrame:
+    df = data.df
+    if df.empty:
+        return df
+    df = df[df["status"] == "ok"] if "status" in df else df
+    if view.kinds:
+        df = df[df["kind"].isin(view.kinds)]
+    return df
+
+
+def apply_filters(df: pd.DataFrame, filters: dict[str, list[Any]]) -> pd.DataFrame:
+    mask = np.ones(len(df), dtype=bool)
+    for f, vals in filters.items():
+        if not vals or f not in df.columns:
+            continue
+        col = df[f]
+        real = [v for v in vals if v != MISSING]
+        m = col.isin(real).to_numpy().copy()
+        if MISSING in vals:
+            m |= col.isna().to_numpy()
+        mask &= m
+    return df[mask]
+
+
+def default_pins(data: Data, view: View, x: str, metric: str, color: str,
+                 df: pd.DataFrame | None = None) -> dict[str, list[Any]]:
+    """A readable default slice: every field that would otherwise split the lines (varies
+    inside an (x, colour) group) is pinned to the value with the most records, most
+    important fields first. The user can widen any pin in the filters."""
+    if not view.pin:
+        return {}
+    df = view_rows(data, view) if df is None else df
+    ycol = value_column(df, metric, "mean")
+    if ycol not in df.columns or x not in df.columns:
+        return {}
+    d = df[df[ycol].notna() & df[x].notna()]
+    keys = [k for k in (x, color, "source") if k in d.columns]
+    parts = {"system": ("hardware", "hardware_count", "backend"), "dtype": ("weight_dtype",
+             "weight_quant", "kv_cache_dtype"), "parallelism": ("tensor_parallel",
+             "pipeline_parallel", "expert_parallel")}
+    skip = set(keys) | {p for k in keys for p in parts.get(k, ())}
+    order = ["model", "input_len", "output_len", "hardware_count"]
+    cands = [c for c in order if c in data.config_fields] + \
+            [c for c in data.config_fields if c not in order]
+    pins: dict[str, list[Any]] = {}
+    for c in cands:
+        if c in skip or c in DERIVED_ONLY or d.empty:
+            continue
+        if c in varying_within(d, keys, [c]):
+            top = d[c].value_counts(dropna=False).index[0]
+            top = MISSING if pd.isna(top) else _py(top)
+            pins[c] = [top]
+            d = apply_filters(d, {c: [top]})
+    return pins
+
+
+DERIVED_ONLY = {"parallelism", "dtype", "system"}
+
+
+def _py(v):
+    return v.item() if isinstance(v, np.generic) else v
+
+
+def resolve(data: Data, choice: Choice) -> tuple[View, str, str, str, bool, bool]:
+    view = VIEWS[choice.view]
+    rows = view_rows(data, view)
+    x = choice.x or default_x(data, view, rows)
+    y = choice.y or default_y(data, view, rows)
+    color = choice.color or view.color
+    log_x = view.log_x if choice.log_x is None else choice.log_x
+    log_y = view.log_y if choice.log_y is None else choice.log_y
+    return view, x, y, color, log_x, log_y
+
+
+def build(data: Data, choice: Choice, height: int = 520, title: str | None = None
+          ) -> tuple[figures.Fig, pd.DataFrame]:
+    """The figure for a choice, and the aggregated points behind it (for tables/tests)."""
+    view, x, y, color, log_x, log_y = resolve(data, choice)
+    df = apply_filters(view_rows(data, view), choice.filters)
+    title = title or view.title
+    if view.plot == "ecdf":
+        return distribution(data, df, y, color, log_x, title, height)
+    if view.plot == "strip":
+        pts = config_points(data, df, y, choice.stat, x, color)
+        return figures.strip_figure(pts, x, y, color=color, title=title, height=height,
+                                    log_y=log_y), pts
+    if x not in df.columns:
+        return figures.empty_figure(title, f"no record has the field {x!r}"), pd.DataFrame()
+    numeric_x = pd.api.types.is_numeric_dtype(df[x])
+    agg = aggregate(df, x, y, choice.stat, [color], data.config_fields,
+                    log_x=log_x and numeric_x, log_y=log_y)
+    fig = figures.xy_figure(agg, x, y, choice.stat, title=title, log_x=log_x and numeric_x,
+                            log_y=log_y, height=height,
+                            ideal_scaling=view.ideal_scaling and x == "hardware_count"
+                            and y == "tokens_per_s")
+    return fig, agg.points
+
+
+def config_points(data: Data, df: pd.DataFrame, metric: str, stat: str, x: str,
+                  color: str) -> pd.DataFrame:
+    """One row per configuration (duplicate records merged by mean), with a hover text."""
+    ycol = value_column(df, metric, stat)
+    if ycol not in df.columns or df.empty:
+        return pd.DataFrame(columns=[x, color, "y"])
+    d = df[df[ycol].notna()]
+    keys = [c for c in data.config_fields if c in d.columns and d[c].nunique(dropna=False) > 1]
+    keys = list(dict.fromkeys([x, color, *keys]))
+    g = d.assign(y=pd.to_numeric(d[ycol], errors="coerce")).groupby(keys, dropna=False)
+    pts = g["y"].mean().reset_index()
+    pts["n_records"] = g.size().to_numpy()
+    show = [k for k in keys if k not in (x, color, "system")][:8]
+    hover = pts[x].astype(str)
+    for k in show:
+        hover = hover + "<br>" + k + ": " + pts[k].astype(str)
+    pts["hover"] = hover
+    return pts
+
+
+def distribution(data: Data, df: pd.DataFrame, metric: str, color: str, log_x: bool,
+                 title: str, height: int, max_series: int = 12) -> tuple[figures.Fig, pd.DataFrame]:
+    """ECDF per configuration from the records' raw samples; imported rows (no samples) drawn
+    at their summary quantiles."""
+    has = [c for c in (f"{metric}_mean", f"{metric}_p50") if c in df.columns]
+    if not has:
+        return figures.ecdf_figure({}, metric, log_x, title, height), pd.DataFrame()
+    d = df[df[has[0]].notna()]
+    keys = [color] + varying_within(d, [color], [c for c in data.config_fields if c != color]) \
+        if color in d.columns else []
+    if not keys or d.empty:
+        return figures.ecdf_figure({}, metric, log_x, title, height), pd.DataFrame()
+    groups = sorted(d.groupby(keys, dropna=False), key=lambda kv: -len(kv[1]))[:max_series]
+    series: dict[str, list[float]] = {}
+    summary: dict[str, dict[str, float]] = {}
+    rows = []
+    for k, g in groups:
+        k = k if isinstance(k, tuple) else (k,)
+        name = " | ".join([str(k[0])] + [f"{c}={v}" for c, v in zip(keys[1:], k[1:])])
+        s = samples(g, metric) if "path" in g.columns else []
+        if s:
+            series[name] = s
+        else:
+            summary[name] = {st: float(g[f"{metric}_{st}"].mean()) for st in
+                             ("p50", "p90", "p95", "p99", "mean") if f"{metric}_{st}" in g.columns}
+        rows.append({"series": name, "records": len(g), "samples": len(s)})
+    fig = figures.ecdf_figure(series, metric, log_x, title, height, summary=summary)
+    return fig, pd.DataFrame(rows)

@@ -1,0 +1,191 @@
+"""Roofline bounds for records: `annotate(record)` fills `record.roofline` in place.
+
+The bound comes from `model.py`; this module only turns a record (own run or imported) into a
+model x hardware x workload and compares the bound with the measured metrics:
+efficiency = measured / bound for throughputs and TFLOP/s, bound / measured for times, so
+1.0 means "at the physical limit" and above 1.0 means the bound's assumptions were broken
+(every such record gets a note saying which measured metric did it).
+
+Record conventions (assumptions, stated once):
+- weight dtype: workload.weight_dtype, overridden by workload.weight_quant (int8/fp8/...).
+  'auto' means the engine's choice: llama.cpp runs the GGUF's own types, so its weight bytes
+  are model.weight_bytes when the record carries them, else the bundled SmolLM2 GGUF's tensor
+  bytes (Q4_1 blocks, Q8_0 embeddings: 96.6 MB, 5.7 bits/param), else Q4_1 (5.0 bits/param:
+  32 4-bit weights + fp16 scale + fp16 min per block); it computes with int8 dot products.
+  Other engines under 'auto' load the HF copy in its stored dtype: bf16 (backend.options.dtype
+  wins when it names one).
+- KV dtype: workload.kv_cache_dtype; 'auto'/None = 16-bit (fp32 when the weights are fp32).
+- parallelism: workload.tensor_parallel / pipeline_parallel / expert_parallel (default 1).
+- serving records: TTFT and TPOT bounds at one request (a strict lower bound whatever the
+  load), throughput at batch = concurrency.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llmbench.hardware import Hardware, find
+from llmbench.models.catalog import CATALOG, ModelArch, canonical_name
+from llmbench.roofline.model import (InferenceBound, TrainingBound, Workload, inference_bound,
+                                     training_bound)
+
+__all__ = ["annotate", "bound_for", "inference_bound", "training_bound", "Workload"]
+
+Q4_1_BYTES_PER_PARAM = 20 / 32
+_DTYPE_NAMES = {"float32": "fp32", "float": "fp32", "fp32": "fp32", "bfloat16": "bf16",
+                "bf16": "bf16", "float16": "fp16", "half": "fp16", "fp16": "fp16",
+                "fp8": "fp8", "float8": "fp8", "int8": "int8", "int8_sq": "int8", "w8a8": "int8",
+                "full_prec": "fp16", "f16": "fp16", "f32": "fp32", "q8_0": "q8_0",
+                "q4_0": "q4_0", "q4_1": "q4_1", "tf32": "tf32"}
+
+
+def _dtype(v: Any) -> str | None:
+    if not isinstance(v, str) or v.lower() in ("", "auto", "none"):
+        return None
+    return _DTYPE_NAMES.get(v.lower().replace("torch.", ""))
+
+
+def _bundled_gguf_bytes(model: str) -> float | None:
+    arch = CATALOG.get(model)
+    if not arch or not arch.bundled:
+        return None
+    try:
+        from llmbench.models.sources import smollm2_gguf
+
+        path = smollm2_gguf()
+    except Exception:
+        return None
+    try:
+        from gguf import GGUFReader
+
+        return float(sum(int(t.n_bytes) for t in GGUFReader(path).tensors))
+    except Exception:  # gguf missing: the file size (metadata included, ~2% more)
+        return float(path.stat().st_size)
+
+
+def workload_of(rec, arch: ModelArch, notes: list[str]) -> Workload:
+    w = rec.workload or {}
+    backend = (rec.backend.name or "").lower()
+    wd = _dtype(w.get("weight_quant")) or _dtype(w.get("weight_dtype"))
+    weight_bytes = None
+    compute = None
+    if wd is None:
+        if backend == "llamacpp":
+            weight_bytes = getattr(rec.model, "weight_bytes", None) or _bundled_gguf_bytes(arch.name)
+            if weight_bytes is None:
+                weight_bytes = arch.param_count() * Q4_1_BYTES_PER_PARAM
+                notes.append("llama.cpp weights assumed Q4_1 (5.0 bits/param)")
+            else:
+                notes.append(f"llama.cpp weight bytes {weight_bytes / 1e6:.1f} MB from the GGUF")
+            wd, compute = "q4_1", "int8"
+        else:
+            wd = _dtype((rec.backend.options or {}).get("dtype")) or "bf16"
+            if wd == "bf16" and w.get("weight_dtype") in (None, "auto"):
+                notes.append("weight dtype 'auto' taken as bf16")
+    kvd = _dtype(w.get("kv_cache_dtype"))
+    if wd in ("q8_0", "q4_0", "q4_1") and compute is None:
+        compute = "int8"
+    kv_cache = str(w.get("kv_cache", "")).lower() not in ("without", "false", "off", "none_kv")
+    return Workload(
+        batch_size=int(w.get("batch_size") or w.get("concurrency") or 1),
+        input_len=int(w.get("input_len") or 1), output_len=int(w.get("output_len") or 1),
+        weight_dtype=wd, kv_dtype=kvd, compute_dtype=compute, weight_bytes=weight_bytes,
+        tensor_parallel=int(w.get("tensor_parallel") or 1),
+        pipeline_parallel=int(w.get("pipeline_parallel") or 1),
+        expert_parallel=int(w.get("expert_parallel") or 1), kv_cache=kv_cache)
+
+
+def bound_for(rec) -> tuple[InferenceBound | TrainingBound, Hardware, list[str]] | None:
+    """The bound for a record, or None when its hardware or model is not in the catalogs."""
+    hw = find(rec.hardware.name)
+    name = canonical_name(rec.model.name or "")
+    if hw is None or name is None:
+        return None
+    arch = CATALOG[name]
+    notes: list[str] = []
+    w = rec.workload or {}
+    if rec.kind == "training":
+        seq = int(w.get("seq_len") or w.get("input_len") or 1)
+        tokens = w.get("tokens_per_step")
+        bs = int(tokens // seq) if tokens else int(w.get("batch_size") or 1)
+        devices = int(w.get("nproc") or rec.hardware.count or 1)
+        dtype = _dtype(w.get("precision")) or "bf16"
+        b = training_bound(arch, hw, batch_size=bs, seq_len=seq, devices=devices, dtype=dtype)
+        return b, hw, notes + b.notes
+    if rec.kind not in ("inference", "serving", "reference"):
+        return None
+    wl = workload_of(rec, arch, notes)
+    if w.get("speculative_model") not in (None, "", "None"):
+        notes.append("bound without speculation: speculative decoding may exceed it")
+    b = inference_bound(arch, hw, wl)
+    return b, hw, notes + b.notes
+
+
+def _measured(rec, name: str) -> float | None:
+    v = rec.metric(name, "mean")
+    return v if v and v > 0 else None
+
+
+def annotate(rec) -> bool:
+    """Fill rec.roofline (bound, binding_resource, efficiency); False when not possible."""
+    if rec.status != "ok":
+        return False
+    try:
+        got = bound_for(rec)
+    except (ValueError, ZeroDivisionError) as e:
+        rec.notes.append(f"roofline not computed: {e}")
+        return False
+    if got is None:
+        return False
+    b, hw, notes = got
+    from llmbench.store.record import Roofline
+
+    eff: dict[str, float] = {}
+    if isinstance(b, TrainingBound):
+        bound = {"step_time_s": b.step_time_s, "tokens_per_s": b.tokens_per_s, "tflops": b.tflops}
+        for k in ("tokens_per_s", "tflops"):
+            if (m := _measured(rec, k)) and bound[k]:
+                eff[k] = m / bound[k]
+        if (m := _measured(rec, "step_time_s")):
+            eff["step_time_s"] = b.step_time_s / m
+    else:
+        serving = rec.kind == "serving"
+        ttft_b = b.ttft_s
+        if (rec.workload or {}).get("ttft_definition") == "batch":
+            ttft_b = b.prefill_s  # the paper's TTFT: the whole batch's first token
+        bound = {"batch_latency_s": b.batch_latency_s, "ttft_s": ttft_b, "prefill_s": b.prefill_s,
+                 "output_throughput_tok_s": b.output_throughput_tok_s,
+                 "total_throughput_tok_s": b.total_throughput_tok_s,
+                 "prefill_tok_s": b.prefill_tok_s}
+        if b.tpot_s is not None:
+            bound["tpot_s"] = bound["itl_s"] = b.tpot_s
+        for k in ("decode_tok_s", "decode_phase_tok_s"):
+            if getattr(b, k) is not None:
+                bound[k] = getattr(b, k)
+        if serving:  # a single request: lower bounds whatever the load
+            one = bound_for(_at_batch_one(rec))
+            if one is not None:
+                bound["ttft_s"] = one[0].ttft_s
+                if one[0].tpot_s is not None:
+                    bound["tpot_s"] = bound["itl_s"] = one[0].tpot_s
+            bound.pop("batch_latency_s")
+        for k in ("output_throughput_tok_s", "total_throughput_tok_s"):
+            if (m := _measured(rec, k)):
+                eff[k] = m / bound[k]
+        for k in ("batch_latency_s", "ttft_s", "tpot_s", "itl_s"):
+            if k in bound and (m := _measured(rec, k)):
+                eff[k] = bound[k] / m
+    over = sorted(k for k, v in eff.items() if v > 1.0)
+    if over:
+        notes.append(f"efficiency above 1 for {', '.join(over)}: faster than the roofline bound")
+    rec.roofline = Roofline(bound={k: float(v) for k, v in bound.items() if v is not None},
+                            binding_resource=b.binding_resource, efficiency=eff,
+                            hardware_id=hw.id, devices=b.devices, notes=notes)
+    return True
+
+
+def _at_batch_one(rec):
+    c = rec.model_copy(deep=True)
+    c.kind = "inference"
+    c.workload = {**(rec.workload or {}), "batch_size": 1, "concurrency": 1}
+    return c

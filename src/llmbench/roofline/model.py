@@ -1,0 +1,289 @@
+"""The analytical bound: the least time a model x hardware x workload can take.
+
+Every phase is bounded by the slowest of three resources, each used at its datasheet peak
+and with perfect overlap between them (so the result is a lower bound on time, an upper bound
+on throughput):
+- memory:       bytes that must cross the memory bus / (devices in a stage x bandwidth)
+- compute:      matmul FLOPs / (devices x peak FLOP/s of the compute dtype)
+- interconnect: bytes that must cross device links / link bandwidth (TP all-reduce, EP
+                all-to-all, PP sends); omitted (and said so) where the link is not public
+
+Accounting (one place, used by every caller):
+- Weight bytes = all parameters x bytes per parameter (or the GGUF's tensor bytes), read once
+  per forward step. The input-embedding lookup reads only B rows, so counting its whole
+  table is conservative by ~V*h/N (6.5% for LLaMA-3-8B); it keeps the convention
+  "decode tok/s = bandwidth / weight bytes" that papers and vendors quote.
+- MoE: a step reads the dense part plus k of the E experts per layer, whatever the batch:
+  when every token routes alike (identical prompts in a batch do) no more is needed, so
+  anything more would not be a bound. Uniform routing would touch E(1 - (1 - k/E)^T)
+  experts for T tokens; the published Mixtral TRT-LLM rows beat that by up to 38%.
+  Compute uses k experts per token.
+- Matmul FLOPs per token = 2 x (parameters that multiply: all but the input-embedding and
+  position tables); attention adds 4 x layers x q_dim x context (QK^T and AV), causal.
+- KV cache: decode step t reads B x (s + t) cached tokens and writes B new ones; prefill
+  writes B x s. Without a KV cache (kv_cache=False) every step recomputes the whole prefix.
+- Tensor/expert parallel over g devices divides bytes and FLOPs by g, adds 2 ring all-reduces
+  per layer of T x hidden activations (2(g-1)/g of the message per device).
+- Pipeline parallel over P stages: a token still has to traverse every stage's weights in
+  turn, so the memory term does not shrink with P (the KV cache, split across stages, does);
+  compute does, with the batch split into P micro-batches. Plus (P-1) activation sends.
+- decode_tok_s: the classic roofline of one decode step, B / max(weight bytes / bandwidth,
+  B x matmul FLOPs / peak), KV cache excluded: at batch 1 it is bandwidth / weight bytes.
+  decode_phase_tok_s is the tighter bound over the actual steps (KV reads, attention, links).
+- TTFT (offline batch, mean over requests): the larger of one request's prefill and
+  (B+1)/2 prefill FLOP-times (k-th request cannot finish before k prefills of work).
+- TPOT: mean decode step. Batch latency: prefill + every decode step.
+- Training step: FLOPs = tokens x (6 x matmul params + 6 x layers x q_dim x (seq + 1))
+  (causal attention: mean context (seq+1)/2, forward + backward = 3 x forward); bytes = params x (4 x weight bytes + 24) (weights read
+  forward and backward, gradient written and read, fp32 master/m/v read and written);
+  data-parallel gradient all-reduce on the link.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from llmbench.hardware import Hardware
+from llmbench.models.catalog import ModelArch
+
+BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0,
+         "int4": 0.5, "q8_0": 34 / 32, "q4_0": 18 / 32, "q4_1": 20 / 32, "q5_0": 22 / 32,
+         "q5_1": 24 / 32, "q4_k": 144 / 256, "q6_k": 210 / 256}
+RESOURCES = ("memory", "compute", "interconnect")
+
+
+def dtype_bytes(dtype: str) -> float:
+    try:
+        return BYTES[dtype.lower()]
+    except KeyError:
+        raise ValueError(f"unknown dtype {dtype!r}; known: {', '.join(BYTES)}") from None
+
+
+@dataclass
+class Workload:
+    batch_size: int = 1
+    input_len: int = 128
+    output_len: int = 128
+    weight_dtype: str = "bf16"
+    kv_dtype: str | None = None          # default: the compute dtype's width (16-bit for quant)
+    compute_dtype: str | None = None     # default: weight dtype (int8 for GGUF-style quant)
+    weight_bytes: float | None = None    # total weight bytes, overriding params x dtype
+    tensor_parallel: int = 1
+    pipeline_parallel: int = 1
+    expert_parallel: int = 1
+    kv_cache: bool = True
+    act_bytes: float = 2.0
+
+    def compute(self) -> str:
+        if self.compute_dtype:
+            return self.compute_dtype
+        return self.weight_dtype if self.weight_dtype in ("fp32", "bf16", "fp16", "fp8", "int8") else "int8"
+
+    def kv(self) -> float:
+        if self.kv_dtype:
+            return dtype_bytes(self.kv_dtype)
+        c = self.compute()
+        return 4.0 if c == "fp32" else 2.0
+
+
+@dataclass
+class Phase:
+    time_s: float
+    memory_s: float
+    compute_s: float
+    interconnect_s: float
+    binding: str
+
+
+@dataclass
+class InferenceBound:
+    prefill_s: float
+    ttft_s: float
+    tpot_s: float | None
+    decode_s: float
+    batch_latency_s: float
+    output_throughput_tok_s: float
+    total_throughput_tok_s: float
+    decode_tok_s: float | None
+    decode_phase_tok_s: float | None
+    prefill_tok_s: float
+    binding_resource: str
+    prefill_binding: str
+    decode_binding: str | None
+    weight_bytes: float
+    kv_bytes_per_token: float
+    flops_per_token: float
+    devices: int
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class TrainingBound:
+    step_time_s: float
+    tokens_per_s: float
+    tflops: float           # aggregate peak of the devices: the ceiling of achieved TFLOP/s
+    flops_per_step: float
+    binding_resource: str
+    devices: int
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def matmul_params(arch: ModelArch) -> float:
+    """Parameters that take part in a matmul (lookup tables excluded)."""
+    n = arch.param_count()
+    if arch.num_experts > 1:
+        n = arch.active_param_count()
+    if not arch.tie_embeddings:
+        n -= arch.vocab * arch.hidden
+    if arch.family in ("gpt2", "opt"):
+        n -= arch.max_position * arch.hidden
+    return float(n)
+
+
+def _expert_bytes_fraction(arch: ModelArch, tokens: np.ndarray | float) -> tuple[float, np.ndarray | float]:
+    """(dense weight share, expert share read) for a step over `tokens` tokens."""
+    if arch.num_experts <= 1:
+        return 1.0, 0.0
+    expert_params = arch.layers * 3 * arch.hidden * arch.ffn * arch.num_experts
+    share = expert_params / arch.param_count()
+    return 1.0 - share, share * arch.experts_per_token / arch.num_experts
+
+
+class _Model:
+    """Per-call constants: a model on a hardware under one workload's dtypes and parallelism."""
+
+    def __init__(self, arch: ModelArch, hw: Hardware, w: Workload):
+        self.arch, self.hw, self.w = arch, hw, w
+        self.notes: list[str] = []
+        self.weight_bytes = (w.weight_bytes if w.weight_bytes is not None
+                             else arch.param_count() * dtype_bytes(w.weight_dtype))
+        self.kvbpt = 2 * arch.layers * arch.kv_dim * w.kv()
+        self.nm = matmul_params(arch)
+        self.attn = 4.0 * arch.layers * arch.q_dim  # FLOPs per (token, context position)
+        self.g = w.tensor_parallel * w.expert_parallel
+        self.P = w.pipeline_parallel
+        self.devices = self.g * self.P
+        self.peak = hw.peak_flops(w.compute())
+        self.bw = hw.mem_bw
+        self.link = hw.link_bw
+        if self.peak is None:
+            self.notes.append(f"{hw.id} has no public {w.compute()} peak: no compute term")
+        if self.bw is None:
+            self.notes.append(f"{hw.id} memory bandwidth is not public: no memory term")
+        if (self.g > 1 or self.P > 1) and self.link is None:
+            self.notes.append(f"{hw.id} link bandwidth is not public: no interconnect term")
+
+    def weights_read(self, tokens) -> np.ndarray | float:
+        dense, experts = _expert_bytes_fraction(self.arch, tokens)
+        return self.weight_bytes * (dense + experts)
+
+    def step(self, tokens, flops, kv_read_bytes, kv_write_bytes) -> tuple[np.ndarray, ...]:
+        """Memory, compute and interconnect seconds of forward steps (arrays broadcast)."""
+        mem = np.zeros_like(np.asarray(flops, dtype=float))
+        if self.bw is not None:
+            per_stage = self.weights_read(tokens) + (kv_read_bytes + kv_write_bytes) / self.P
+            mem = mem + per_stage / (self.g * self.bw)
+        comp = np.zeros_like(mem)
+        if self.peak is not None:
+            comp = comp + flops / (self.devices * self.peak)
+        comm = np.zeros_like(mem)
+        if self.link is not None:
+            msg = np.asarray(tokens, dtype=float) * self.arch.hidden * self.w.act_bytes
+            if self.g > 1:
+                comm = comm + 2 * self.arch.layers * 2 * (self.g - 1) / self.g * msg / self.link
+            if self.P > 1:
+                comm = comm + (self.P - 1) * msg / self.link
+        return mem, comp, comm
+
+
+def _phase(mem, comp, comm) -> Phase:
+    mem, comp, comm = (np.atleast_1d(np.asarray(x, dtype=float)) for x in (mem, comp, comm))
+    t = np.maximum(np.maximum(mem, comp), comm)
+    shares = {"memory": float(np.sum(np.where((mem >= comp) & (mem >= comm), t, 0.0))),
+              "compute": float(np.sum(np.where((comp > mem) & (comp >= comm), t, 0.0))),
+              "interconnect": float(np.sum(np.where((comm > mem) & (comm > comp), t, 0.0)))}
+    return Phase(float(t.sum()), float(mem.sum()), float(comp.sum()), float(comm.sum()),
+                 max(shares, key=shares.get))
+
+
+def inference_bound(arch: ModelArch, hw: Hardware, w: Workload) -> InferenceBound:
+    m = _Model(arch, hw, w)
+    B, s, o = w.batch_size, w.input_len, w.output_len
+    # prefill: B x s tokens, causal attention, the cache written
+    pf_flops = B * (2 * m.nm * s + m.attn * s * (s + 1) / 2)
+    prefill = _phase(*m.step(B * s, pf_flops, 0.0, B * s * m.kvbpt if w.kv_cache else 0.0))
+    one_flops = 2 * m.nm * s + m.attn * s * (s + 1) / 2
+    one = _phase(*m.step(s, one_flops, 0.0, s * m.kvbpt if w.kv_cache else 0.0))
+    ttft = one.time_s
+    if m.peak is not None:
+        ttft = max(ttft, (B + 1) / 2 * one_flops / (m.devices * m.peak))
+
+    decode = None
+    if o > 1:
+        c = s + np.arange(1, o, dtype=float)  # context each decode step attends to
+        if w.kv_cache:
+            flops = B * (2 * m.nm + m.attn * c)
+            decode = _phase(*m.step(B, flops, B * (c - 1) * m.kvbpt, B * m.kvbpt))
+        else:  # recompute the whole prefix every step
+            flops = B * (2 * m.nm * c + m.attn * c * (c + 1) / 2)
+            decode = _phase(*m.step(B * c, flops, 0.0, 0.0))
+    decode_s = decode.time_s if decode else 0.0
+    total = prefill.time_s + decode_s
+    # the classic roofline of a decode step: weights streamed once vs matmul FLOPs (no KV)
+    roof = [float(m.weights_read(B)) / (m.g * m.bw)] if m.bw is not None else []
+    if m.peak is not None:
+        roof.append(B * 2 * m.nm / (m.devices * m.peak))
+    roof_tok_s = B / max(roof) if roof else None
+    if hw.memory_gb and w.kv_cache:
+        need = m.weight_bytes + B * (s + o) * m.kvbpt
+        if need > hw.memory_gb * 1e9 * m.devices:
+            m.notes.append(f"weights + KV cache ({need / 1e9:.0f} GB) exceed the devices' "
+                           f"{hw.memory_gb * m.devices:.0f} GB: the engine must queue or offload; "
+                           "the bound assumes everything fits")
+    binding = prefill.binding
+    if decode and decode_s > prefill.time_s:
+        binding = decode.binding
+    return InferenceBound(
+        prefill_s=prefill.time_s, ttft_s=ttft,
+        tpot_s=decode_s / (o - 1) if decode else None, decode_s=decode_s,
+        batch_latency_s=total, output_throughput_tok_s=B * o / total if total else float("inf"),
+        total_throughput_tok_s=B * (s + o) / total if total else float("inf"),
+        decode_tok_s=roof_tok_s,
+        decode_phase_tok_s=B * (o - 1) / decode_s if decode and decode_s else None,
+        prefill_tok_s=B * s / prefill.time_s if prefill.time_s else float("inf"),
+        binding_resource=binding,
+        prefill_binding=prefill.binding, decode_binding=decode.binding if decode else None,
+        weight_bytes=m.weight_bytes, kv_bytes_per_token=m.kvbpt,
+        flops_per_token=2 * m.nm, devices=m.devices, notes=m.notes)
+
+
+def training_bound(arch: ModelArch, hw: Hardware, *, batch_size: int, seq_len: int,
+                   devices: int = 1, dtype: str = "bf16", grad_accum: int = 1) -> TrainingBound:
+    notes: list[str] = []
+    tokens = batch_size * seq_len * grad_accum
+    flops = tokens * (6 * matmul_params(arch) + 6 * arch.layers * arch.q_dim * (seq_len + 1))
+    peak = hw.peak_flops(dtype)
+    wb = dtype_bytes(dtype)
+    n = arch.param_count()
+    mem = comp = comm = 0.0
+    if peak is not None:
+        comp = flops / (devices * peak)
+    else:
+        notes.append(f"{hw.id} has no public {dtype} peak: no compute term")
+    if hw.mem_bw is not None:
+        # every device holds a full replica (data parallel): its bytes do not shrink with devices
+        mem = (grad_accum * 3 * wb + wb + 24) * n / hw.mem_bw
+    if devices > 1 and hw.link_bw is not None:
+        comm = 2 * (devices - 1) / devices * n * wb / hw.link_bw
+    ph = _phase(mem, comp, comm)
+    return TrainingBound(step_time_s=ph.time_s, tokens_per_s=tokens / ph.time_s,
+                         tflops=(peak or 0.0) * devices / 1e12, flops_per_step=flops,
+                         binding_resource=ph.binding, devices=devices, notes=notes)

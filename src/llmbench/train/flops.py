@@ -1,0 +1,45 @@
+"""Model FLOPs per token: the count every training `tflops` and `mfu` is based on.
+
+Training step (forward + backward), per token:
+
+    flops_per_token = 6 * N + 12 * L * h * s
+
+* `N` counts the parameters that take part in a matrix product: every weight and bias of the
+  layers, the norms, and the output projection (the LM head). Lookup tables that never enter a
+  matrix product are left out: GPT-2's position embeddings (`wpe`) and an *untied* input
+  embedding (GPT-NeoX's `embed_in`). GPT-2 ties its input embedding to the LM head, so `wte`
+  counts once, as the head. This is nanoGPT's `get_num_params(non_embedding=True)` convention
+  (it subtracts `wpe` only). Rows added to pad the vocabulary to a multiple of 64 are compute
+  the model does but not counted: the count is the model's, not the kernel's.
+* `12 * L * h * s` is attention's two sequence-length products (Q·Kᵀ and A·V, 2·s·h each
+  forward, times 3 for forward + backward) over *all* s×s query/key pairs (PaLM, appendix B;
+  nanoGPT's `estimate_mfu`). A causal kernel skips the upper triangle, so the work it really
+  does is half of that term: `causal_attention=True` gives that count, which the records keep as
+  `tflops_causal`. `tflops` and `mfu` use the full (non-causal) count, the formula above.
+* The backward pass is counted as twice the forward (the `6` = 2 forward + 4 backward); the
+  recomputation of activation checkpointing is not counted (model FLOPs, not hardware FLOPs).
+  The optimizer step, norms' and activations' elementwise work are not counted.
+
+Forward only: `2 * N + 4 * L * h * s` (the same conventions).
+"""
+
+from __future__ import annotations
+
+
+def attention_flops_per_token(layers: int, hidden: int, seq_len: int, *, backward: bool = True,
+                              causal_attention: bool = False) -> float:
+    per_pass = 4 * layers * hidden * seq_len          # Q·Kᵀ + A·V, 2·s·h each
+    f = per_pass * (3 if backward else 1)
+    return f / 2 if causal_attention else float(f)
+
+
+def flops_per_token(n_params: int, layers: int, hidden: int, seq_len: int, *,
+                    backward: bool = True, causal_attention: bool = False) -> float:
+    """Model FLOPs for one token of one training step (or of a forward when backward=False)."""
+    dense = (6 if backward else 2) * n_params
+    return dense + attention_flops_per_token(layers, hidden, seq_len, backward=backward,
+                                             causal_attention=causal_attention)
+
+
+def matmul_flops(m: int, n: int, k: int) -> float:
+    return 2.0 * m * n * k

@@ -1,0 +1,171 @@
+"""A fault-injecting OpenAI-style streaming server, for tests only (never stands in for an engine
+in a benchmark). Each request takes the next mode of `plan` (cycled):
+
+ok        one SSE event per token, usage at the end (no per-chunk usage)
+usage     one event per token with cumulative usage in every chunk (vLLM continuous_usage_stats)
+multi     events carrying `k` tokens each, with cumulative usage (speculative decoding style)
+merged    every event written in one write (one TCP read on the client)
+split     every event cut into pieces at awkward places (inside CRLF and a UTF-8 character)
+crlf      CRLF line ends, comments and a multi-line data field
+short     stops after half the asked tokens (an early EOS despite ignore_eos)
+429 / 500 an HTTP error status with a JSON body
+malformed an event whose data is not JSON
+drop      a few events, then the connection is reset mid-stream
+stall     one event, then nothing (the client's timeout must end it)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import threading
+import time
+
+from aiohttp import web
+
+TOKEN = "é"   # two UTF-8 bytes: splitting a read inside it must not matter
+
+
+class FaultServer:
+    def __init__(self, plan: list[str] | None = None, ttft_s: float = 0.0, itl_s: float = 0.0,
+                 k: int = 3):
+        self.plan = plan or ["ok"]
+        self.ttft_s, self.itl_s, self.k = ttft_s, itl_s, k
+        self.count = 0
+        self.seen_headers: list[dict[str, str]] = []
+        self.bodies: list[dict] = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def __enter__(self) -> FaultServer:
+        ready = threading.Event()
+        self._thread = threading.Thread(target=self._serve, args=(ready,), daemon=True)
+        self._thread.start()
+        assert ready.wait(10), "fault server did not start"
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._loop.call_soon_threadsafe(self._stop.set)
+        fut = asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop)
+        fut.result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _serve(self, ready: threading.Event) -> None:
+        self._loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(self._loop)
+        self._stop = asyncio.Event()
+        app = web.Application()
+        app.router.add_post("/v1/completions", self._handle)
+        app.router.add_post("/v1/chat/completions", self._handle)
+        app.router.add_get("/v1/models", self._models)
+        self._runner = web.AppRunner(app, shutdown_timeout=1.0)
+        self._loop.run_until_complete(self._runner.setup())
+        sock = socket.socket()
+        sock.bind(("127.0.0.1", 0))
+        self.port = sock.getsockname()[1]
+        site = web.SockSite(self._runner, sock)
+        self._loop.run_until_complete(site.start())
+        ready.set()
+        self._loop.run_forever()
+
+    # -- handlers --------------------------------------------------------------------------------
+    async def _models(self, request: web.Request) -> web.Response:
+        self.seen_headers.append(dict(request.headers))
+        return web.json_response({"object": "list", "data": [{"id": "fault-model"}]})
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        self.seen_headers.append(dict(request.headers))
+        body = await request.json()
+        self.bodies.append(body)
+        mode = self.plan[self.count % len(self.plan)]
+        self.count += 1
+        n = int(body.get("max_tokens", 8))
+        chat = request.path.endswith("chat/completions")
+        if mode in ("429", "500"):
+            return web.json_response({"error": {"message": f"injected {mode}"}}, status=int(mode))
+        resp = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await resp.prepare(request)
+        if self.ttft_s:
+            await asyncio.sleep(self.ttft_s)
+
+        def event(i: int, k: int = 1, usage: int | None = None) -> bytes:
+            text = TOKEN * k
+            choice = {"index": 0, "delta": {"content": text}} if chat else {"index": 0, "text": text}
+            obj = {"id": "x", "choices": [choice]}
+            if usage is not None:
+                obj["usage"] = {"prompt_tokens": 5, "completion_tokens": usage}
+            return b"data: " + json.dumps(obj, ensure_ascii=False).encode() + b"\n\n"
+
+        final = b"data: " + json.dumps({"id": "x", "choices": [], "usage": {
+            "prompt_tokens": 5, "completion_tokens": n if mode != "short" else n // 2}}).encode() \
+            + b"\n\ndata: [DONE]\n\n"
+        if mode == "merged":
+            await resp.write(b"".join(event(i) for i in range(n)) + final)
+        elif mode == "split":
+            for i in range(n):
+                ev = event(i).replace(b"\n\n", b"\r\n\r\n")
+                cut1 = ev.index(b"\xc3") + 1          # inside the UTF-8 character
+                cut2 = len(ev) - 3                    # between CR and LF
+                for part in (ev[:cut1], ev[cut1:cut2], ev[cut2:]):
+                    await resp.write(part)
+                    await asyncio.sleep(0.001)
+            await resp.write(final)
+        elif mode == "crlf":
+            await resp.write(b": ping\r\n\r\n")
+            for i in range(n):
+                obj = json.dumps({"id": "x", "choices": [{"index": 0, "text": TOKEN}]}, indent=1)
+                lines = b"".join(b"data: " + ln.encode() + b"\r\n" for ln in obj.splitlines())
+                await resp.write(b"event: message\r\n" + lines + b"\r\n")
+                if self.itl_s:
+                    await asyncio.sleep(self.itl_s)
+            await resp.write(final.replace(b"\n", b"\r\n"))
+        elif mode == "multi":
+            done = 0
+            while done < n:
+                k = min(self.k, n - done)
+                done += k
+                await resp.write(event(done, k, usage=done))
+                if self.itl_s:
+                    await asyncio.sleep(self.itl_s * k)
+            await resp.write(final)
+        elif mode == "malformed":
+            await resp.write(event(0))
+            await resp.write(b"data: {not json\n\n")
+            await resp.write(final)
+        elif mode == "drop":
+            for i in range(2):
+                await resp.write(event(i))
+            await asyncio.sleep(0.01)
+            request.transport.abort()
+            return resp
+        elif mode == "stall":
+            await resp.write(event(0))
+            await self._stop.wait()
+            return resp
+        else:  # ok, usage, short
+            m = n // 2 if mode == "short" else n
+            for i in range(m):
+                if i and self.itl_s:
+                    await asyncio.sleep(self.itl_s)
+                await resp.write(event(i, usage=i + 1 if mode == "usage" else None))
+            await resp.write(final)
+        await resp.write_eof()
+        return resp
+
+
+def wait_port_free(port: int, timeout_s: float = 5.0) -> bool:
+    t = time.time()
+    while time.time() - t < timeout_s:
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) != 0:
+                return True
+        time.sleep(0.05)
+    return False
