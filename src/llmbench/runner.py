@@ -231,6 +231,7 @@ def run_group(group: list[Point], models: dict[str, ModelRef], run_id: str, stor
                     before_point(p)
                 backend.point, backend.engine_options = p, p.options
                 run_point(backend, p, rec, on_repeat=lambda: say("repeat", p, 1))
+                say("measured", p, 0)  # the engine's part is over; what follows is bookkeeping
                 rec.metrics["load_time_s"] = summarize([load_s], "s", keep_samples=False)
                 rec.backend.options = backend.effective_options()
                 attach_roofline(rec)

@@ -6,7 +6,7 @@ from collections import Counter
 
 import pytest
 
-from launch_helpers import fault_env, keys, run_cli, stored, tiny_spec
+from launch_helpers import LLMBENCH, fault_env, keys, run_cli, stored, tiny_spec
 from llmbench.launch import faults
 from llmbench.launch.isolated import _exit_cause
 from llmbench.runner import _describe, is_out_of_memory
@@ -67,7 +67,7 @@ def test_job_array_points_write_into_one_run(tmp_path):
     spec = tiny_spec(tmp_path, batch_sizes=(1, 2, 3))
     k = keys(spec)
     res = tmp_path / "results"
-    procs = [subprocess.Popen(["python", "-m", "llmbench", "run", str(spec), "--point", str(i),
+    procs = [subprocess.Popen([*LLMBENCH, "run", str(spec), "--point", str(i),
                                "--run-id", "array-42", "--results", str(res)],
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for i in (0, 2)]

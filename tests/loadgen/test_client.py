@@ -64,9 +64,9 @@ def test_tokenizer_split_when_usage_disagrees_with_events(monkeypatch):
     from llmbench.loadgen import client
     from llmbench.loadgen.http import Response
 
-    body = b"".join(b'data: {"choices":[{"text":"ab"}]}\n\n' for _ in range(4))
-    body += b'data: {"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":9}}\n\ndata: [DONE]\n\n'
-    r = Response(status=200, t_send=0.0, t_headers=0.1, pieces=[(1.0, body)], complete=True)
+    pieces = [(1.0 + i, b'data: {"choices":[{"text":"ab"}]}\n\n') for i in range(4)]
+    pieces.append((5.0, b'data: {"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":9}}\n\ndata: [DONE]\n\n'))
+    r = Response(status=200, t_send=0.0, t_headers=0.1, pieces=pieces, complete=True)
     o = client.interpret(r, 0.0, SPEC, count_tokens=len)
     assert o.token_split == "tokenizer"
     assert [k for _, k in o.timeline.events] == [2, 2, 2, 3]   # the last absorbs the difference
@@ -82,7 +82,9 @@ def test_server_timing_is_a_lower_bound_of_measured_latency():
     outs, _, _ = run(["ok", "ok", "ok"], ttft_s=0.05, itl_s=0.01)
     o = outs["ok"]
     assert o.timeline.ttft_s() >= 0.05
-    assert o.timeline.tpot_s() >= 0.01 * 0.95   # sleeps never end early (timer granularity aside)
+    # The last token cannot arrive before the server sent it (sleeps never end early, timer
+    # granularity aside); TPOT has no such bound: a late first token shortens it.
+    assert o.timeline.e2e_s() >= 0.05 + 7 * 0.01 * 0.95
 
 
 def test_keepalive_reuses_connections():
@@ -106,3 +108,14 @@ def test_api_key_only_in_the_authorization_header():
         assert s.seen_headers[-1]["Authorization"] == "Bearer canary-123"
         assert b"canary-123" not in res.sent[0].resp.body
         assert "canary" not in repr(res.sent[0].resp)
+
+
+def test_events_in_one_read_are_one_chunk_whose_gap_is_split():
+    from llmbench.loadgen.http import Response
+
+    ev = b'data: {"choices":[{"text":"a"}]}\n\n'
+    r = Response(status=200, t_send=0.0, t_headers=0.0, complete=True,
+                 pieces=[(1.0, ev), (1.3, ev + ev + ev), (1.4, ev)])
+    tl = interpret(r, 0.0, SPEC).timeline
+    assert tl.events == [(1.0, 1), (1.3, 3), (1.4, 1)]
+    assert tl.itl_s() == pytest.approx([0.1, 0.1, 0.1, 0.1])

@@ -72,13 +72,13 @@ def test_monitor_sees_a_blocked_loop():
         m = Monitor()
         m.start()
         await asyncio.sleep(0.02)
-        t = time.perf_counter()
-        while time.perf_counter() - t < 0.08:   # the loop is busy: every stamp now would be late
+        c = time.process_time()
+        while time.process_time() - c < 0.08:   # the loop is busy: every stamp now would be late
             pass
         await asyncio.sleep(0.02)
         return await m.stop()
 
     sc = run_sync(main())
-    assert max(sc.lags_s) >= 0.05
+    assert max(sc.lags_s) >= 0.07
     assert any("event-loop lag" in w for w in sc.warnings())
     assert sc.cpu_s > 0.05

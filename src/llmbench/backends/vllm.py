@@ -20,7 +20,7 @@ of the frontend's clock (IPC lag). `arrival_time` there is wall clock (time.time
 
 Processes. The engine core (and on CPU the model worker) run in processes vLLM spawns; a
 script that loads this backend needs the usual `if __name__ == "__main__":` guard (the
-`llmbench` command and its isolated worker have one). `in_process=true` sets
+`llmbench` command and its isolated worker have one). `multiprocessing=false` sets
 VLLM_ENABLE_V1_MULTIPROCESSING=0 instead, but on CPU vLLM then binds this process's OpenMP
 threads and replaces `torch.set_num_threads` for good, which disturbs engines loaded after it
 in the same process. `close()` shuts the engine down and makes sure none of the processes it
@@ -68,7 +68,8 @@ class VllmOptions(BaseModel):
     reserved_cpus: int = Field(0, ge=0, description="CPU: cores kept from the model worker")
     omp_threads_bind: str = Field("auto", description="CPU: VLLM_CPU_OMP_THREADS_BIND (auto|nobind|0-3|...)")
     detokenize: bool = Field(False, description="detokenize outputs inside the timed loop")
-    in_process: bool = Field(False, description="VLLM_ENABLE_V1_MULTIPROCESSING=0 (see module doc)")
+    multiprocessing: bool = Field(True, description="engine core in its own process; false sets "
+                                                    "VLLM_ENABLE_V1_MULTIPROCESSING=0 (see module doc)")
     seed: int = 0
 
 
@@ -109,7 +110,7 @@ class VllmBackend(Backend):
         the previous values come back in close()."""
         self._saved_env = dict(os.environ)
         o = self.options
-        if o.in_process:
+        if not o.multiprocessing:
             os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
         if self.point.device == "cpu":
             os.environ["VLLM_CPU_NUM_OF_RESERVED_CPU"] = str(o.reserved_cpus)
@@ -196,8 +197,10 @@ class VllmBackend(Backend):
         eff.update(
             dtype=str(mc.dtype).removeprefix("torch."), max_model_len=mc.max_model_len,
             quantization=mc.quantization, enforce_eager=mc.enforce_eager,
-            compilation_mode=str(cfg.compilation_config.mode),
-            kv_block_size=cc.block_size, kv_cache_dtype=cc.cache_dtype,
+            compilation_mode=getattr(cfg.compilation_config.mode, "name", str(cfg.compilation_config.mode)),
+            kv_block_size=cc.block_size,
+            kv_cache_dtype=(str(mc.dtype).removeprefix("torch.") if cc.cache_dtype == "auto"
+                            else cc.cache_dtype),
             kv_cache_blocks=cc.num_gpu_blocks, kv_cache_tokens=self._kv_tokens(),
             enable_prefix_caching=cc.enable_prefix_caching,
             max_num_seqs=sc.max_num_seqs, max_num_batched_tokens=sc.max_num_batched_tokens,
@@ -225,7 +228,8 @@ class VllmBackend(Backend):
         import psutil
 
         before = getattr(self, "_children_before", set())
-        new = [c for c in psutil.Process().children(recursive=True) if c.pid not in before]
+        new = [c for c in psutil.Process().children(recursive=True)
+               if c.pid not in before and not _is_resource_tracker(c)]
         _, alive = psutil.wait_procs(new, timeout=wait_s)
         for p in alive:
             try:
@@ -321,3 +325,11 @@ def _numa_nodes() -> int:
     nodes = list(Path("/sys/devices/system/node").glob("node[0-9]*"))
     return max(1, len(nodes))
 
+
+def _is_resource_tracker(proc) -> bool:
+    """multiprocessing's resource tracker (started by the spawn context) serves this
+    interpreter until it exits; it is not the engine's."""
+    try:
+        return any("resource_tracker" in part for part in proc.cmdline())
+    except Exception:
+        return False

@@ -33,6 +33,8 @@ def roofline(
     training: bool = typer.Option(False, "--training", help="training step bound (seq = --input-len, "
                                   "devices = --tp, data parallel)"),
     format: str = typer.Option("table", "--format", help="table | json"),
+    remeasure: bool = typer.Option(False, "--remeasure", help="measure this machine's CPU again "
+                                   "(keeps the best of old and new)"),
 ) -> None:
     """Lower bounds on prefill, decode, TTFT, TPOT, batch latency and throughput (or a training
     step) from datasheet peaks, and which resource binds."""
@@ -40,6 +42,11 @@ def roofline(
     from llmbench.models.catalog import CATALOG, canonical_name, get_arch
     from llmbench.roofline.model import Workload, dtype_bytes, inference_bound, training_bound
 
+    if remeasure:
+        from llmbench.hardware import cpu
+
+        cpu.measure(force=True)
+        cpu.local_cpu.cache_clear()
     if format not in ("table", "json"):
         raise SpecError([("--format", f"{format!r} is not one of table, json")])
     problems = []

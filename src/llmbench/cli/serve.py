@@ -91,8 +91,14 @@ def serve(
     except ValueError as e:
         raise SpecError([("schedule", str(e))]) from None
     api_key = _api_key(api_key_env, api_key_file)
-    run(cfg, url=url, launch=launch, api_key=api_key, device=device, device_count=device_count,
-        server_args=server_arg, results=results)
+    try:
+        run(cfg, url=url, launch=launch, api_key=api_key, device=device, device_count=device_count,
+            server_args=server_arg, results=results)
+    except KeyboardInterrupt:
+        # typer turns KeyboardInterrupt into a *returned* 130 that would exit 0; the launched
+        # server is already stopped by now.
+        console.print("llmbench: interrupted")
+        raise SystemExit(130) from None
 
 
 def run(cfg, *, url, launch, api_key, device, device_count, server_args, results: Path) -> None:
@@ -131,9 +137,8 @@ def run(cfg, *, url, launch, api_key, device, device_count, server_args, results
 
 def summary(records) -> None:
     t = Table(title="serving", show_lines=False)
-    cols = ("load", "ok", "errors", "TTFT p50 ms", "TTFT p99 ms", "TPOT p50 ms", "ITL p50 ms",
-            "E2E p50 s", "out tok/s", "req/s", "goodput req/s", "client cpu")
-    for c in cols:
+    for c in ("load", "ok/err", "TTFT p50/p99 ms", "TPOT ms", "ITL ms", "out tok/s", "req/s",
+              "goodput", "client cpu"):
         t.add_column(c, justify="left" if c == "load" else "right")
 
     def ms(r, k, s="p50"):
@@ -145,15 +150,13 @@ def summary(records) -> None:
         return "-" if v is None else f"{v:.{d}f}"
 
     for r in records:
-        w = r.workload
+        w, s = r.workload, r.serving
         load = f"c={w['concurrency']}" if w["load"] == "closed" else \
-            f"rate={w['request_rate_label']}" + (f" cap={w['max_concurrency']}" if w["max_concurrency"] else "")
-        s = r.serving
-        t.add_row(load, str(s["requests"] - s["errors_total"]), str(s["errors_total"]),
-                  ms(r, "ttft_s"), ms(r, "ttft_s", "p99"), ms(r, "tpot_s"), ms(r, "itl_s"),
-                  val(r, "e2e_s", 3), val(r, "output_throughput_tok_s", 1),
-                  val(r, "request_throughput_req_s", 3), val(r, "goodput_req_s", 3),
-                  f"{s['client']['cpu_util']:.0%}")
+            f"r={w['request_rate_label']}" + (f" cap={w['max_concurrency']}" if w["max_concurrency"] else "")
+        t.add_row(load, f"{s['requests'] - s['errors_total']}/{s['errors_total']}",
+                  f"{ms(r, 'ttft_s')}/{ms(r, 'ttft_s', 'p99')}", ms(r, "tpot_s"), ms(r, "itl_s"),
+                  val(r, "output_throughput_tok_s", 1), val(r, "request_throughput_req_s", 3),
+                  val(r, "goodput_req_s", 3), f"{s['client']['cpu_util']:.0%}")
     out.print(t)
     for r in records:
         for n in r.notes:

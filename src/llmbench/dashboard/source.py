@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from llmbench.report.data import Data, load
+from llmbench.store.index import signature
 
 
 class Source:
@@ -32,17 +33,8 @@ class Source:
             if time.monotonic() - self._checked < self.min_interval_s:
                 return False
             self._checked = time.monotonic()
-            new = load(self.root)
-            if len(new.df) == len(self._data.df) and _same(new, self._data):
+            if signature(self.root) == self._data.signature:
                 return False
-            self._data = new
+            self._data = load(self.root)
             self.version += 1
             return True
-
-
-def _same(a: Data, b: Data) -> bool:
-    if "path" not in a.df.columns or "path" not in b.df.columns:
-        return a.df.empty and b.df.empty
-    ka = a.df[["path", "_mtime_ns"]].sort_values("path").to_numpy().tolist()
-    kb = b.df[["path", "_mtime_ns"]].sort_values("path").to_numpy().tolist()
-    return ka == kb

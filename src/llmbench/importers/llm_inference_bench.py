@@ -11,8 +11,9 @@ Every CSV under DIR is read; every row becomes a record or is reported, never si
   data set holds several copies of most files) is merged into that record, whose `sources`
   lists every file:line it appears at; a row whose configuration repeats with different
   numbers is imported and both records are flagged "duplicate configuration".
-Names become canonical: hardware -> catalog id (the two Intel labels are one device, counted
-in stacks; MI250 in GCDs: see hardware/catalog.yaml), framework -> backend name, HF id ->
+Names become canonical: hardware -> catalog id (the two Intel labels are one device; MI250 and
+Max 1550 are counted in whole packages/cards: see hardware/catalog.yaml and
+docs/reproducing-llm-inference-bench.md for the evidence), framework -> backend name, HF id ->
 catalog model id. Units become the record's: power in W (the files mix mW and W), llama.cpp's
 "Batch Size" (llama-bench n_batch, one sequence) becomes n_batch with batch_size 1.
 """
@@ -34,9 +35,9 @@ RUN_ID = "llm-inference-bench"
 UPSTREAM = "https://github.com/argonne-lcf/LLM-Inference-Bench"
 
 HARDWARE = {"nvidia a100 gpu": "A100-SXM4-40GB", "nvidia h100 gpu": "H100-SXM",
-            "nvidia gh200 gpu": "GH200", "amd mi250 gpu": "MI250-GCD",
-            "amd mi300x gpu": "MI300X", "intel pvc gpu": "Max1550-stack",
-            "intel max 1550": "Max1550-stack", "habana gaudi2": "Gaudi2",
+            "nvidia gh200 gpu": "GH200", "amd mi250 gpu": "MI250",
+            "amd mi300x gpu": "MI300X", "intel pvc gpu": "Max1550",
+            "intel max 1550": "Max1550", "habana gaudi2": "Gaudi2",
             "sambanova sn40l": "SN40L"}
 BACKENDS = {"vllm": "vllm", "tensorrt-llm": "tensorrt-llm", "llama.cpp": "llamacpp",
             "deepspeed-mii": "deepspeed-mii", "deepspeed": "deepspeed", "sambaflow": "sambaflow"}
@@ -271,6 +272,7 @@ def to_record(row: _Row, ctx: dict[str, Any]) -> Record | None:
     if arch and inp + out > arch.max_position and ctx.get("kind") is None:
         notes.append(f"input + output = {inp + out} tokens exceeds {model}'s context of "
                      f"{arch.max_position}: the run cannot have generated every token")
+        w["context_overflow"] = True
     m: dict[str, MetricStats] = {}
     kind = ctx.get("kind")
     if backend == "llamacpp":
@@ -405,11 +407,14 @@ def parse_dir(root: Path) -> tuple[list[Record], Report]:
                 report.merged_copies += 1
                 continue
             for other in same:
+                other.workload["duplicate_config"] = rec.workload["duplicate_config"] = True
                 other.notes.append(f"duplicate configuration with different numbers: {rel}:{row.line}")
                 rec.notes.append(f"duplicate configuration with different numbers: "
                                  f"{other.workload['source']}:{other.workload['source_row']}")
             same.append(rec)
             records.append(rec)
+    for r in records:  # queryable: which files hold this row (rows live in `sources`)
+        r.workload["in_files"] = ";".join(dict.fromkeys(x.rsplit(":", 1)[0] for x in r.sources))
     report.imported = len(records)
     report.flagged = sum(bool(r.notes) for r in records)
     return records, report

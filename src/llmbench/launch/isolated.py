@@ -184,6 +184,9 @@ class _Worker:
                 self.limit = _timeout(p)
                 self.deadline = time.monotonic() + self.limit
                 self.say("start", p, 0)
+            elif ev == "measured":  # timeout_s limits the engine's work, not the bookkeeping
+                self.limit = max(LOAD_TIMEOUT_S, _timeout(p))
+                self.deadline = time.monotonic() + self.limit
             elif ev in ("load", "repeat"):
                 self.say(ev, p, msg.get("n", 0))
         return False

@@ -48,11 +48,9 @@ def run_sweep_ray(spec: SweepSpec, results: Path, *, resume: bool = False,
         running = {}
         for group in groups:
             first = group[0]
-            gpus = (first.options.tensor_parallel * first.options.pipeline_parallel
-                    if first.device.startswith("cuda") else 0)
             # max_retries=0: a retried task would measure points twice; a lost task's points
             # are recorded as failed below and rerun with --resume --redo-failed.
-            ref = task.options(num_cpus=1, num_gpus=gpus, max_retries=0).remote(
+            ref = task.options(**resources(first), max_retries=0).remote(
                 [p.model_dump(mode="json") for p in group], result.run_id, str(store.root))
             running[ref] = group
             say("load", first, 0)
@@ -79,6 +77,12 @@ def run_sweep_ray(spec: SweepSpec, results: Path, *, resume: bool = False,
     finally:
         ray.shutdown()
     return result
+
+
+def resources(p: Point) -> dict:
+    """What a group's task asks Ray for: its devices (every GPU of its parallel layout)."""
+    gpus = p.options.tensor_parallel * p.options.pipeline_parallel if p.device.startswith("cuda") else 0
+    return {"num_cpus": 1, "num_gpus": gpus}
 
 
 def _connect(ray, address: str | None) -> None:

@@ -62,6 +62,7 @@ class _Conn(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self.used = 0
+        self.prewarmed = False
         self._resp: Response | None = None
         self._done: asyncio.Future | None = None
         self._head = b""
@@ -145,14 +146,29 @@ class _Conn(asyncio.Protocol):
         if "chunked" in h.get("transfer-encoding", "").lower():
             self._mode, self._state = "chunked", 0
         elif "content-length" in h:
-            self._mode, self._left = "length", int(h["content-length"])
+            try:
+                self._mode, self._left = "length", int(h["content-length"])
+            except ValueError:
+                self._fail("bad_response", f"bad Content-Length {h['content-length'][:20]!r}")
+                return False
         else:
             self._mode, self.keep_alive = "close", False
         return True
 
     def _dechunk(self, data: bytes, t: float) -> None:
         r = self._resp
-        i, n = 0, len(data)
+        n = len(data)
+        if self._state == 0 and not self._line:   # the common case: exactly one whole chunk
+            j = data.find(b"\r\n")
+            if 0 < j < 10:
+                try:
+                    size = int(data[:j], 16)
+                except ValueError:
+                    size = -1
+                if size > 0 and n == j + size + 4 and data.endswith(b"\r\n"):
+                    r.pieces.append((t, data[j + 2:n - 2]))
+                    return
+        i = 0
         while i < n:
             if self._state == 1:                      # chunk data
                 take = min(self._left, n - i)
@@ -234,23 +250,35 @@ class Pool:
 
     async def prewarm(self, n: int) -> None:
         results = await asyncio.gather(*(self._open() for _ in range(n)), return_exceptions=True)
-        self.idle.extend(c for c in results if isinstance(c, _Conn))
+        for c in results:
+            if isinstance(c, _Conn):
+                c.prewarmed = True
+                self.idle.append(c)
 
-    async def request(self, data: bytes, timeout_s: float | None) -> Response:
-        """Send one request; never raises for network trouble (the Response says what failed)."""
+    def start(self, data: bytes):
+        """Send at once on an idle kept-alive connection, without yielding to the loop (so a
+        wave of requests goes out back to back); None when no idle connection is open."""
+        while self.idle:
+            conn = self.idle.pop()
+            if not conn.closed:
+                return conn, *conn.send(data)
+        return None
+
+    async def request(self, data: bytes, timeout_s: float | None, started=None) -> Response:
+        """Send one request (or finish one `start` sent); never raises for network trouble:
+        the Response says what failed."""
         for attempt in (0, 1):
-            reused = False
-            while self.idle:
-                conn = self.idle.pop()
-                if not conn.closed:
-                    reused = True
-                    break
-            else:
-                try:
-                    conn = await self._open()
-                except (OSError, asyncio.TimeoutError) as e:
-                    return Response(error="connect_failed", detail=f"{type(e).__name__}: {e}")
-            resp, done = conn.send(data)
+            if started is None:
+                started = self.start(data)
+                if started is None:
+                    try:
+                        conn = await self._open()
+                    except (OSError, asyncio.TimeoutError) as e:
+                        return Response(error="connect_failed", detail=f"{type(e).__name__}: {e}")
+                    started = (conn, *conn.send(data))
+            conn, resp, done = started
+            started = None
+            reused = conn.used > 1 or conn.prewarmed
             try:
                 if timeout_s is None:
                     await done

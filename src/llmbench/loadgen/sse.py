@@ -17,6 +17,9 @@ class SSEParser:
     def feed(self, data: bytes, t: float = 0.0) -> list[tuple[float, bytes]]:
         """Bytes in; (t, data payload) out for every event completed by them. Events without a
         data field (comments, bare `event:` lines) yield nothing."""
+        if not self._buf and data.startswith(b"data: ") and data.endswith(b"\n\n") \
+                and data.count(b"\n") == 2 and b"\r" not in data:
+            return [(t, data[6:-2])]   # the common case: one whole single-line event per read
         buf = self._buf + data if self._buf else data
         if b"\r" in buf:
             # A trailing CR may be the first half of a CRLF split across reads: keep it back.

@@ -139,10 +139,7 @@ def find_best(data: Data, q: BestQuery) -> tuple[pd.DataFrame, list[str]]:
     merged["tpot_bounded"] = g["tpot_bounded"].all()
     merged["records"] = g.size()
     merged = merged.reset_index()
-    shown_cfg = [c for c in keys if c not in ("source", "system", "model", "hardware", "backend",
-                                              "hardware_count", "kind")]
-    merged["config"] = merged.apply(lambda r: ", ".join(f"{c}={_fmt(r[c])}" for c in shown_cfg
-                                                        if _fmt(r[c]) != "–") or "default", axis=1)
+    merged["config"] = merged.apply(lambda r: config_label(r, keys), axis=1)
     merged["pareto"] = pareto_mask(merged["latency_s"].to_numpy(), merged["throughput_tok_s"].to_numpy())
     by = {"throughput": ("throughput_tok_s", False), "throughput_per_device": ("throughput_per_device", False),
           "tokens_per_joule": ("tokens_per_joule", False), "latency": ("latency_s", True),
@@ -152,6 +149,24 @@ def find_best(data: Data, q: BestQuery) -> tuple[pd.DataFrame, list[str]]:
     if len(merged) > q.top:
         notes.append(f"showing the top {q.top} of {len(merged)} configurations")
     return merged.reset_index(drop=True), notes
+
+
+# Shown through the derived labels (parallelism, dtype) or elsewhere in the table.
+_NOT_IN_CONFIG = {"source", "system", "engine", "model", "hardware", "backend", "hardware_count",
+                  "kind", "tensor_parallel", "pipeline_parallel", "expert_parallel",
+                  "weight_dtype", "weight_quant", "kv_cache_dtype", "concurrency"}
+
+
+def config_label(r: pd.Series, keys: list[str]) -> str:
+    """Compact: 'batch 64 · TP2·PP1 · w=fp16 · kv=fp8 · kv_block_size=16'."""
+    parts = []
+    for c in keys:
+        v = _fmt(r[c])
+        if c in _NOT_IN_CONFIG or v == "–":
+            continue
+        parts.append(f"batch {v}" if c == "batch_size" else v if c in ("parallelism", "dtype")
+                     else f"{c}={v}")
+    return " · ".join(parts) or "default"
 
 
 def _fmt(v) -> str:

@@ -27,9 +27,10 @@ from llmbench.store.store import STATS
 # Columns that identify a record but never a configuration.
 NOT_CONFIG = {"run_id", "created_at", "status", "error", "path", "_mtime_ns", "_size",
               "point_key", "backend_version", "roofline_binding_resource", "repeats", "warmups",
-              "source_file", "source_row", "text"}
+              "source_file", "source_row", "text", "source", "duplicate_config", "context_overflow",
+              "ttft_definition", "sources", "in_files", "source_files"}
 IDENTITY = ["source", "kind", "hardware", "hardware_count", "backend", "model"]
-DERIVED = ["system", "parallelism", "dtype", "model_params_b"]
+DERIVED = ["system", "engine", "parallelism", "dtype", "model_params_b"]
 
 
 @dataclass
@@ -40,19 +41,23 @@ class Data:
     root: Path
     metrics: list[str] = field(default_factory=list)   # metric base names, e.g. ttft_s
     workload: list[str] = field(default_factory=list)  # workload field names present
+    signature: str = ""  # the index's freshness key (store/index.py)
 
     @property
     def config_fields(self) -> list[str]:
         """Everything that makes two records different configurations."""
-        cols = IDENTITY + [w for w in self.workload if w in self.df.columns and w not in NOT_CONFIG]
-        cols += ["synthetic_weights", "parallelism", "dtype", "system"]
+        # `*_label` fields are display aliases of canonical fields (the importer keeps the
+        # published spelling): filtering or splitting on them would double every choice.
+        cols = IDENTITY + [w for w in self.workload if w in self.df.columns and w not in NOT_CONFIG
+                           and not w.endswith("_label")]
+        cols += ["synthetic_weights", "parallelism", "dtype", "system", "engine"]
         return [c for c in dict.fromkeys(cols) if c in self.df.columns]
 
     def filter_fields(self, max_values: int = 200) -> list[str]:
         """Fields offered as filters: every categorical field with at least one value."""
         out = []
         for c in self.config_fields:
-            if c in ("system",):
+            if c in ("system", "engine"):
                 continue
             n = self.df[c].nunique(dropna=True)
             if 1 <= n <= max_values:
@@ -75,7 +80,8 @@ def load(root: Path | str, full_check: bool = False) -> Data:
     df = enrich(df)
     if "total_tokens_per_joule_mean" in df.columns and "total_tokens_per_joule" not in metrics:
         metrics.append("total_tokens_per_joule")
-    return Data(df=df, root=Path(root), metrics=sorted(metrics), workload=list(idx.workload))
+    return Data(df=df, root=Path(root), metrics=sorted(metrics), workload=list(idx.workload),
+                signature=idx.signature)
 
 
 def _col(df: pd.DataFrame, name: str, default=None) -> pd.Series:
@@ -100,7 +106,9 @@ def enrich(df: pd.DataFrame) -> pd.DataFrame:
     hw = _col(df, "hardware").fillna("?").astype(str)
     cnt = _col(df, "hardware_count").fillna(1)
     cnt_lbl = cnt.map(lambda c: "" if _label_num(c) in ("", "1") else f" ×{_label_num(c)}")
-    df["system"] = hw + cnt_lbl + " · " + _col(df, "backend").fillna("?").astype(str)
+    eng = _col(df, "backend").fillna("?").astype(str)
+    df["system"] = hw + cnt_lbl + " · " + eng
+    df["engine"] = eng.where(df["source"] == "reference", eng + " (own)")
     tp = _col(df, "tensor_parallel").map(_label_num)
     pp = _col(df, "pipeline_parallel").map(_label_num)
     ep = _col(df, "expert_parallel").map(_label_num)

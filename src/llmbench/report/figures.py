@@ -20,7 +20,7 @@ from llmbench.report.aggregate import Aggregated
 PALETTE = ["#1f77b4", "#e45756", "#2ca02c", "#ff7f0e", "#9467bd", "#17becf", "#8c564b",
            "#e377c2", "#bcbd22", "#4c78a8", "#72b7b2", "#b279a2", "#f58518", "#54a24b",
            "#9d755d", "#79706e", "#d62728", "#637939", "#393b79", "#843c39"]
-MAX_SERIES = 20
+MAX_SERIES = 12
 
 LABELS = {
     "total_throughput_tok_s": "Total throughput (prompt + generated tok/s)",
@@ -46,6 +46,7 @@ LABELS = {
     "output_len": "Output length (tokens)", "kv_block_size": "KV-cache block size (tokens)",
     "hardware_count": "Devices", "tensor_parallel": "Tensor parallel", "parallelism": "Parallelism",
     "dtype": "Weight / KV-cache dtype", "model": "Model", "system": "Hardware · engine",
+    "hardware": "Hardware", "backend": "Engine", "engine": "Engine", "source": "Source",
     "concurrency": "Concurrency", "request_rate": "Request rate (req/s)",
     "seq_len": "Sequence length", "micro_batch": "Micro-batch", "grad_accum": "Gradient accumulation",
 }
@@ -96,10 +97,11 @@ def log_ticks(values) -> tuple[list[float], list[str]] | None:
     return ticks, [_si(t) for t in ticks]
 
 
-def _apply_log_ticks(fig: Fig, axis: str, values) -> None:
+def _apply_log_ticks(fig: Fig, axis: str, values, percent: bool = False) -> None:
     t = log_ticks(values)
     if t:
-        (fig.update_xaxes if axis == "x" else fig.update_yaxes)(tickvals=t[0], ticktext=t[1])
+        text = [f"{v * 100:g}%" for v in t[0]] if percent else t[1]
+        (fig.update_xaxes if axis == "x" else fig.update_yaxes)(tickvals=t[0], ticktext=text)
 
 
 def _plain(v: Any) -> Any:
@@ -147,12 +149,14 @@ class Fig:
     def add_annotation(self, **kw) -> None:
         self.layout.setdefault("annotations", []).append(_plain(kw))
 
-    def add_hline(self, y: float, line: dict, annotation_text: str = "") -> None:
+    def add_hline(self, y: float, line: dict, annotation_text: str = "", log: bool = False) -> None:
         self.layout.setdefault("shapes", []).append(
             {"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": y, "y1": y,
              "line": line})
         if annotation_text:
-            self.add_annotation(text=annotation_text, xref="paper", x=0, yref="y", y=y,
+            # Annotations on a log axis take log10 of the value (plotly.js convention).
+            self.add_annotation(text=annotation_text, xref="paper", x=0, yref="y",
+                                y=math.log10(y) if log else y,
                                 showarrow=False, xanchor="left", yanchor="bottom",
                                 font=dict(size=11, color=line.get("color", "#555")))
 
@@ -216,10 +220,11 @@ def xy_figure(agg: Aggregated, x: str, metric: str, stat: str = "mean", title: s
     fig = Fig()
     _base_layout(fig, title, height)
     has_bound = False
+    mixed = "source" in pts and pts["source"].nunique() > 1  # mark reference only beside own
     for s in shown:
         p = pts[pts["series"] == s].sort_values("x")
         c = colors[s]
-        ref = (p["source"] == "reference").all() if "source" in p else False
+        ref = mixed and (p["source"] == "reference").all()
         err_minus = np.minimum(p["err"].to_numpy(), p["y"].to_numpy() * 0.999) if log_y else p["err"]
         eff = p["efficiency"].map(lambda e: "" if pd.isna(e) else f"<br>efficiency vs roofline: {e:.0%}")
         hover = (f"<b>{s}</b><br>{label(x)}: " + p["x"].astype(str) + f"<br>{ylab}: "
@@ -232,7 +237,7 @@ def xy_figure(agg: Aggregated, x: str, metric: str, stat: str = "mean", title: s
                                    visible=bool((p["err"] > 0).any()), thickness=1.2, width=4,
                                    color=c))
         if categorical:
-            fig.add_trace("bar", **dict(marker=dict(color=c, opacity=0.55 if ref else 0.9,
+            fig.add_trace("bar", **dict(marker=dict(color=c, opacity=0.6 if ref else 0.85,
                                              pattern=dict(shape="/" if ref else "")),
                                  offsetgroup=s, **common))
         else:
@@ -244,10 +249,12 @@ def xy_figure(agg: Aggregated, x: str, metric: str, stat: str = "mean", title: s
         if len(b):
             has_bound = True
             bh = f"<b>{s}</b><br>roofline bound: " + b["bound"].map(lambda v: f"{v:.4g}")
+            # One legend entry toggles every bound; with many lines they start hidden.
             fig.add_trace("scatter", **dict(
-                x=b["x"], y=b["bound"], legendgroup=s, showlegend=False, hovertext=bh,
+                x=b["x"], y=b["bound"], legendgroup="bound", showlegend=False, hovertext=bh,
                 hoverinfo="text", offsetgroup=s if categorical else None,
-                mode="markers" if categorical else "lines",
+                visible=True if len(shown) <= 8 else "legendonly",
+                mode="markers" if categorical else "lines", name=f"{s} bound",
                 marker=dict(symbol="line-ew-open", size=26, color=c, line=dict(width=3, color=c)),
                 line=dict(color=c, width=1.5, dash="dot")))
         if ideal_scaling and not categorical and len(p) > 1:
@@ -256,11 +263,23 @@ def xy_figure(agg: Aggregated, x: str, metric: str, stat: str = "mean", title: s
                                      showlegend=False, hoverinfo="skip",
                                      line=dict(color=c, width=1, dash="dashdot")))
     if has_bound:
-        fig.add_trace("scatter", **dict(x=[None], y=[None], mode="lines", name="roofline bound (dotted)",
-                                 line=dict(color="#555", dash="dot")))
-    if metric.startswith("roofline_efficiency_"):
+        fig.add_trace("scatter", **dict(x=[None], y=[None], mode="lines", legendgroup="bound",
+                                        name="roofline bound (dotted; click to toggle)",
+                                        visible=True if len(shown) <= 8 else "legendonly",
+                                        line=dict(color="#555", dash="dot")))
+        top = float((pts["y"] + pts["err"].fillna(0)).max())
+        if not log_y and pts["bound"].max() > 3 * top > 0:
+            # A bound far above the data would squash it flat: keep the data's scale.
+            fig.update_yaxes(range=[0, top * 1.15])
+            notes_bound = "some roofline bounds lie above the axis (hover a series' bound, or use log y)"
+        else:
+            notes_bound = ""
+    else:
+        notes_bound = ""
+    eff_metric = metric.startswith("roofline_efficiency_")
+    if eff_metric:
         fig.add_hline(y=1.0, line=dict(color="#b00", dash="dot", width=1.5),
-                      annotation_text="roofline (100%)")
+                      annotation_text="roofline (100%)", log=log_y)
         fig.update_yaxes(tickformat=".0%")
     if categorical:
         fig.update_layout(barmode="group", scattermode="group", bargap=0.25)
@@ -272,13 +291,13 @@ def xy_figure(agg: Aggregated, x: str, metric: str, stat: str = "mean", title: s
     elif log_x and xs is not None:
         _apply_log_ticks(fig, "x", xs)
     if log_y:
-        ys = list(pts["y"]) + list(pts["bound"].dropna())
-        _apply_log_ticks(fig, "y", ys)
-    if "source" in pts and (pts["source"] == "reference").any():
+        ys = list(pts["y"]) + list(pts["bound"].dropna()) + ([1.0] if eff_metric else [])
+        _apply_log_ticks(fig, "y", ys, percent=eff_metric)
+    if mixed:
         fig.update_layout(legend=dict(title=dict(text="<i>open markers, dashed: published reference</i>")))
     fig.update_yaxes(title=dict(text=ylab), type="log" if log_y else "linear", showgrid=True,
                      gridcolor="#eee", zeroline=not log_y)
-    notes = []
+    notes = [notes_bound] if notes_bound else []
     if len(order) > MAX_SERIES:
         notes.append(f"showing the {MAX_SERIES} largest of {len(order)} series; filter to see the rest")
     if agg.split_by:
@@ -324,16 +343,16 @@ def ecdf_figure(series: dict[str, list[float]], metric: str, log_x: bool = True,
                                                    f"<br>p50 {p50:.4g} · p99 {p99:.4g}<extra></extra>"))
         elif summary and s in summary:
             qs = {k: v for k, v in summary[s].items() if v is not None and not np.isnan(v)}
-            qmap = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99, "mean": None}
-            xs = [qs[k] for k in qmap if k in qs and qmap[k] is not None]
-            ys = [qmap[k] for k in qmap if k in qs and qmap[k] is not None]
-            if not xs and "mean" in qs:
-                xs, ys = [qs["mean"]], [0.5]
-            fig.add_trace("scatter", **dict(x=xs, y=ys, mode="markers", name=f"{s} (summary only)",
-                                     marker=dict(color=colors[s], size=10, symbol="diamond-open",
-                                                 line=dict(width=2))))
-    fig.update_xaxes(title=dict(text=label(metric)), type="log" if log_x else "linear",
-                     showgrid=True, gridcolor="#eee")
+            if qs.get("n", 1) <= 1:  # one value is not a distribution: draw it as one marker
+                xs, ys, what = [qs.get("mean", qs.get("p50"))], [0.5], "one value"
+            else:
+                qmap = {"p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99}
+                xs = [qs[k] for k in qmap if k in qs]
+                ys = [qmap[k] for k in qmap if k in qs]
+                what = "p50/p90/p95/p99 only"
+            fig.add_trace("scatter", **dict(x=xs, y=ys, mode="markers", name=f"{s} ({what})",
+                                            marker=dict(color=colors[s], size=11, symbol="diamond-open",
+                                                        line=dict(width=2, color=colors[s]))))
     if log_x:
         _apply_log_ticks(fig, "x", [a for tr in fig.data for a in (tr.get("x") or [])
                                     if a is not None])
@@ -415,7 +434,9 @@ def strip_figure(points: pd.DataFrame, x: str, metric: str, color: str = "source
                      showgrid=True, gridcolor="#eee")
     if metric.startswith("roofline_efficiency_"):
         fig.add_hline(y=1.0, line=dict(color="#b00", dash="dot", width=1.5),
-                      annotation_text="roofline (100%)")
+                      annotation_text="roofline (100%)", log=log_y)
         fig.update_yaxes(tickformat=".0%")
+        if log_y:
+            _apply_log_ticks(fig, "y", list(points["y"]) + [1.0], percent=True)
     fig.update_layout(meta={"points": int(len(points))})
     return fig

@@ -63,7 +63,8 @@ def _view_blocks(d: data_mod.Data, source: str) -> list[_Block]:
             continue
         if view.plot == "xy" and rows.loc[rows[views.value_column(rows, y, "mean")].notna(), x].nunique() < 2:
             continue  # one x value is a table, not a trend
-        pins = views.default_pins(d, view, x, y, color, df=rows)
+        color, pins = views.default_choice(d, view, x, y, df=rows)
+        ch.color = color
         ch.filters = {**pins, "source": [source]}
         title = f"Distribution of {figures.label(y).split(' (')[0].lower()}" \
             if view.plot == "ecdf" else None
@@ -137,7 +138,7 @@ padding:16px 18px 10px;margin:14px 0} section.block h3{margin:2px 0 2px;font-siz
 .sub{color:#667;font-size:12.5px;margin:0 0 6px} .tablewrap{overflow-x:auto;margin-top:8px}
 table{border-collapse:collapse;font-size:12.5px;width:100%} th{background:#eef1f7;text-align:left;
 padding:6px 8px;position:sticky;top:0} td{padding:5px 8px;border-top:1px solid #eef0f4}
-tr.pareto td{background:#fff8e1} .defs{font-size:13px;color:#333;line-height:1.5}
+tr.pareto td{background:#fff8e1} td{white-space:nowrap} td:nth-child(5){white-space:normal;min-width:220px} .defs{font-size:13px;color:#333;line-height:1.5}
 .empty{color:#667;font-style:italic}
 """
 
@@ -182,7 +183,9 @@ def write_report(results: Path | str, out: Path | str, png: bool = True) -> Repo
         if not blocks:
             body.append("<p class='empty'>No records of this kind in the store.</p>")
         for b in blocks:
-            body.append(f"<section class='block' id='{b.anchor}'><h3>{html.escape(b.title)}</h3>"
+            # A figure carries its own title; a heading above it would say it twice.
+            h3 = f"<h3>{html.escape(b.title)}</h3>" if b.table or b.fig is None else ""
+            body.append(f"<section class='block' id='{b.anchor}'>{h3}"
                         f"<p class='sub'>{html.escape(b.subtitle)}</p>")
             if b.fig is not None:
                 figs[b.anchor] = b.fig

@@ -50,15 +50,16 @@ VIEWS: dict[str, View] = {v.key: v for v in [
     View("power", "Power vs batch size", ("batch_size",), ("avg_power_w",), log_x=True),
     View("energy", "Tokens per joule vs batch size", ("batch_size",),
          ("total_tokens_per_joule", "tokens_per_joule"), log_x=True, log_y=True),
-    View("perplexity", "Perplexity by model", ("model",), ("perplexity",), pin=False),
+    View("perplexity", "Perplexity by model", ("model",), ("perplexity",)),
     View("distributions", "TTFT / ITL / E2E distributions", ("system",),
          ("ttft_s", "itl_s", "e2e_s", "tpot_s"), plot="ecdf", log_x=True,
          kinds=("serving", "inference", "reference")),
     View("training", "Training TFLOP/s, MFU and scaling", ("hardware_count", "seq_len", "micro_batch"),
          ("tflops", "mfu", "tokens_per_s"), color="model", kinds=("training",), ideal_scaling=True),
-    View("efficiency", "Efficiency against the roofline", ("system",), EFFICIENCY, color="source",
-         plot="strip", pin=False,
-         help="One dot per configuration; 100% is the analytical bound of that hardware."),
+    View("efficiency", "Efficiency against the roofline", ("hardware",), EFFICIENCY, color="engine",
+         plot="strip", pin=False, log_y=True,
+         help="One dot per configuration, coloured by engine ('(own)': llmbench's measurements); "
+              "100% is the analytical bound of that hardware, model and workload."),
 ]}
 
 
@@ -126,11 +127,30 @@ def apply_filters(df: pd.DataFrame, filters: dict[str, list[Any]]) -> pd.DataFra
     return df[mask]
 
 
+MAX_DEFAULT_SERIES = 10
+PARALLEL_X = ("hardware_count", "parallelism", "tensor_parallel", "pipeline_parallel",
+              "expert_parallel")
+PARTS = {"system": ("hardware", "hardware_count", "backend"),
+         "engine": ("backend",),
+         "dtype": ("weight_dtype", "weight_quant", "kv_cache_dtype"),
+         "parallelism": ("tensor_parallel", "pipeline_parallel", "expert_parallel")}
+
+
+def _best_value(d: pd.DataFrame, c: str, x: str):
+    """The value of c whose slice varies most along x (then: has most records)."""
+    codes = d[c].astype(object).where(d[c].notna(), MISSING)
+    g = d.assign(_c=codes).groupby("_c", dropna=False)
+    score = pd.DataFrame({"nx": g[x].nunique(), "n": g.size()})
+    top = score.sort_values(["nx", "n"], ascending=False).index[0]
+    return top if top == MISSING else _py(top)
+
+
 def default_pins(data: Data, view: View, x: str, metric: str, color: str,
                  df: pd.DataFrame | None = None) -> dict[str, list[Any]]:
     """A readable default slice: every field that would otherwise split the lines (varies
-    inside an (x, colour) group) is pinned to the value with the most records, most
-    important fields first. The user can widen any pin in the filters."""
+    inside an (x, colour) group) is pinned to the value whose slice spans the most x values
+    (then: has the most records), most important fields first. The user can widen any pin
+    in the filters."""
     if not view.pin:
         return {}
     df = view_rows(data, view) if df is None else df
@@ -139,26 +159,47 @@ def default_pins(data: Data, view: View, x: str, metric: str, color: str,
         return {}
     d = df[df[ycol].notna() & df[x].notna()]
     keys = [k for k in (x, color, "source") if k in d.columns]
-    parts = {"system": ("hardware", "hardware_count", "backend"), "dtype": ("weight_dtype",
-             "weight_quant", "kv_cache_dtype"), "parallelism": ("tensor_parallel",
-             "pipeline_parallel", "expert_parallel")}
-    skip = set(keys) | {p for k in keys for p in parts.get(k, ())}
+    skip = set(keys) | {p for k in keys for p in PARTS.get(k, ())}
     order = ["model", "input_len", "output_len", "hardware_count"]
     cands = [c for c in order if c in data.config_fields] + \
             [c for c in data.config_fields if c not in order]
     pins: dict[str, list[Any]] = {}
+    if "hardware_count" in d.columns and x not in PARALLEL_X and color == "system" \
+            and d["hardware_count"].nunique() > 1:
+        # Single-device results by default: multi-device systems are the parallelism view's.
+        top = _best_value(d, "hardware_count", x)
+        pins["hardware_count"] = [top]
+        d = apply_filters(d, pins)
     for c in cands:
-        if c in skip or c in DERIVED_ONLY or d.empty:
+        if c in skip or c in pins or c in DERIVED_ONLY or d.empty:
             continue
         if c in varying_within(d, keys, [c]):
-            top = d[c].value_counts(dropna=False).index[0]
-            top = MISSING if pd.isna(top) else _py(top)
+            top = _best_value(d, c, x)
             pins[c] = [top]
             d = apply_filters(d, {c: [top]})
     return pins
 
 
-DERIVED_ONLY = {"parallelism", "dtype", "system"}
+def default_choice(data: Data, view: View, x: str, metric: str,
+                   df: pd.DataFrame | None = None) -> tuple[str, dict[str, list[Any]]]:
+    """The view's colour and pins; when colouring by hardware · engine would draw more than
+    MAX_DEFAULT_SERIES lines, colour by hardware for the engine with the widest slice."""
+    df = view_rows(data, view) if df is None else df
+    pins = default_pins(data, view, x, metric, view.color, df)
+    if view.color != "system" or not view.pin:
+        return view.color, pins
+    d = apply_filters(df, pins)
+    ycol = value_column(d, metric, "mean")
+    if ycol in d.columns:
+        d = d[d[ycol].notna()]
+    if d["system"].nunique() <= MAX_DEFAULT_SERIES or "backend" not in d.columns or d.empty:
+        return view.color, pins
+    eng = _best_value(d, "backend", x)
+    pins = default_pins(data, view, x, metric, "hardware", apply_filters(df, {"backend": [eng]}))
+    return "hardware", {"backend": [eng], **pins}
+
+
+DERIVED_ONLY = {"parallelism", "dtype", "system", "engine"}
 
 
 def _py(v):
@@ -245,6 +286,7 @@ def distribution(data: Data, df: pd.DataFrame, metric: str, color: str, log_x: b
         else:
             summary[name] = {st: float(g[f"{metric}_{st}"].mean()) for st in
                              ("p50", "p90", "p95", "p99", "mean") if f"{metric}_{st}" in g.columns}
+            summary[name]["n"] = float(g[f"{metric}_n"].max()) if f"{metric}_n" in g.columns else 1.0
         rows.append({"series": name, "records": len(g), "samples": len(s)})
     fig = figures.ecdf_figure(series, metric, log_x, title, height, summary=summary)
     return fig, pd.DataFrame(rows)

@@ -126,6 +126,18 @@ def _concat(a: pa.Table, b: pa.Table) -> pa.Table:
         return _table_from_rows(a.to_pylist() + b.to_pylist())
 
 
+def signature(root: Path | str) -> str:
+    """What the index's freshness depends on (directory mtimes, files in the root): equal
+    signatures mean equal records. A scan, no record is read."""
+    root = Path(root).resolve()
+    return _signature(_scan(root), _list_files(str(root)))
+
+
+def _signature(dirs: dict[str, int], top: dict[str, tuple[int, int]]) -> str:
+    blob = json.dumps([sorted(dirs.items()), sorted(top.items())])
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
 class Index:
     """The flat rows of a store as an Arrow table, plus the metric and workload names seen."""
 
@@ -133,6 +145,10 @@ class Index:
                  dirs: dict[str, int], top: dict[str, tuple[int, int]] | None = None):
         self.table, self.metrics, self.workload, self.dirs = table, metrics, workload, dirs
         self.top = top or {}  # files directly in the root (the store writes into run dirs)
+
+    @property
+    def signature(self) -> str:
+        return _signature(self.dirs, self.top)
 
     def to_pandas(self):
         return self.table.to_pandas()

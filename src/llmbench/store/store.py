@@ -161,6 +161,9 @@ class Store:
         import pyarrow as pa
 
         rows = self.rows()
+        # from_pylist takes its columns from the first row: give every row every key
+        cols = list(dict.fromkeys(k for r in rows for k in r))
+        rows = [{k: r.get(k) for k in cols} for r in rows]
         con = duckdb.connect()
         table = pa.Table.from_pylist(rows) if rows else pa.table({"run_id": pa.array([], pa.string())})
         con.register("records", table)

@@ -100,8 +100,10 @@ def build(p, device: torch.device, dtype: torch.dtype) -> Workload:
     hidden, heads = p.hidden or 4096, p.heads or 32
     model = Stack([Block(hidden, heads, style=p.style, kv_heads=p.kv_heads)]).to(device, dtype)
     g = torch.Generator(device=device).manual_seed(p.seed)
+    # The input needs a gradient, as a layer inside a model does: else autograd skips the
+    # first projection's input-gradient product, which 6N counts.
     xs = [torch.randn(p.micro_batch, p.seq_len, hidden, device=device, dtype=dtype, generator=g)
-          for _ in range(2)]
+          .requires_grad_(p.mode == "fwdbwd") for _ in range(2)]
     dy = torch.randn(p.micro_batch, p.seq_len, hidden, device=device, dtype=dtype, generator=g)
 
     def loss(m, batch):
@@ -109,6 +111,7 @@ def build(p, device: torch.device, dtype: torch.dtype) -> Workload:
         if p.mode == "fwdbwd":
             # An upstream gradient instead of a scalar loss: no extra reduction in the timing.
             y.backward(dy)
+            batch[0].grad = None
         return None
 
     def batch(i: int) -> tuple:

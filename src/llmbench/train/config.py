@@ -65,6 +65,10 @@ class TrainPoint(Strict):
     @model_validator(mode="after")
     def _check(self) -> "TrainPoint":
         sizes = SIZES[self.workload]
+        if self.workload == "block":
+            self.size = ""
+        elif not self.size:
+            self.size = DEFAULT_SIZE[self.workload]
         if self.workload != "block" and self.size not in sizes:
             raise ValueError(f"size {self.size!r} is not one of {', '.join(sizes)} for {self.workload}")
         if self.workload == "block":
@@ -115,8 +119,6 @@ class TrainSweep(Strict):
         problems: list[tuple[str, str]] = []
         for combo in itertools.product(*(self.axes[k] for k in keys)):
             d = {**self.fixed, **dict(zip(keys, combo))}
-            if not d.get("size") and d.get("workload", "gpt2") != "block":
-                d["size"] = DEFAULT_SIZE[d.get("workload", "gpt2")]
             try:
                 out.append(TrainPoint(**d))
             except ValidationError as e:

@@ -68,6 +68,8 @@ def run(p: TrainPoint) -> dict[str, Any]:
         raise ValueError(f"point asks for {p.nproc} processes, the launcher started {world}")
     device = torch.device(f"cuda:{local}" if p.device.startswith("cuda") and world > 1 else p.device)
     if device.type == "cuda":
+        if device.index is None:
+            device = torch.device("cuda", torch.cuda.current_device())
         torch.cuda.set_device(device)
     if world > 1 and not dist.is_initialized():
         dist.init_process_group("nccl" if device.type == "cuda" else "gloo")

@@ -310,7 +310,10 @@ def run_serving(cfg: ServeConfig, target: Target, run_id: str,
     ep = Endpoint.parse(target.url)
     tok = load_tokenizer(cfg.tokenizer or cfg.model)
     schedules = cfg.schedules()
-    pool_n = max(s.num_prompts or _duration_pool(s) for s in schedules)
+    # Every point gets its own prompts: a prompt seen at an earlier point would be a prefix-cache
+    # hit at the next one.
+    counts = [s.num_prompts or _duration_pool(s) for s in schedules]
+    pool_n = sum(counts)
     notes0: list[str] = []
     if cfg.dataset:
         specs, notes0 = sharegpt_prompts(cfg.dataset, tok, pool_n, cfg.output_len, cfg.seed)
@@ -321,9 +324,10 @@ def run_serving(cfg: ServeConfig, target: Target, run_id: str,
         if off:
             notes0.append(f"{off} prompt(s) could not be made exactly input_len tokens long; "
                           "their real length is used")
+    if not cfg.dataset and pool_n > len(tok.encode(_corpus_text())) and cfg.shared_prefix == 0:
+        notes0.append(f"{pool_n} prompts outnumber the start positions in the bundled text: "
+                      "some prompts share a beginning")
     served = cfg.served_model or _served_model(ep, target.api_key) or cfg.model
-    reqs = [encode_request(ep, s, served, cfg.api, force_output=cfg.force_output,
-                           extra=cfg.extra_body, api_key=target.api_key) for s in specs]
     try:
         ref = resolve(cfg.model)
         model = ModelInfo(name=ref.name, source=ref.source, params=ref.params,
@@ -340,14 +344,19 @@ def run_serving(cfg: ServeConfig, target: Target, run_id: str,
     env = capture()
     _redact_argv(env)
     records = []
-    for sch in schedules:
+    offset = 0
+    for sch, count in zip(schedules, counts):
         if progress:
             progress(sch.label())
+        mine = [specs[(offset + i) % len(specs)] for i in range(count)]
+        offset += count
+        reqs = [encode_request(ep, s, served, cfg.api, force_output=cfg.force_output,
+                               extra=cfg.extra_body, api_key=target.api_key) for s in mine]
         with meter.window() as win:
             res = run_sync(run_load(ep, reqs, sch, timeout_s=cfg.timeout_s), cfg.use_uvloop)
-        outcomes = [interpret(s.resp, s.t_sched, specs[s.index % len(specs)], tok.count) for s in res.sent]
+        outcomes = [interpret(s.resp, s.t_sched, mine[s.index % len(mine)], tok.count) for s in res.sent]
         metrics, serving, notes = summarize_point(outcomes, res, cfg, tok, win.energy_j)
-        workload = _workload(cfg, sch, specs, res)
+        workload = _workload(cfg, sch, mine, res)
         key = hashlib.sha256(json.dumps([target.url, target.backend, cfg.model, workload],
                                         sort_keys=True, default=str).encode()).hexdigest()[:16]
         bad = serving["requests"] and serving["errors_total"] == serving["requests"]
@@ -361,6 +370,12 @@ def run_serving(cfg: ServeConfig, target: Target, run_id: str,
             model=model, hardware=hw, workload=workload, metrics=metrics,
             power=meter.describe(), notes=notes0 + notes, env=env, serving=serving))
     return records
+
+
+def _corpus_text() -> str:
+    from llmbench.workloads.prompts import bundled_text
+
+    return bundled_text()
 
 
 def _nominal(d: LengthDist, actual: int) -> int:
@@ -381,16 +396,16 @@ def _redact_argv(env: dict) -> None:
 
 def _served_model(ep: Endpoint, api_key: str | None) -> str | None:
     """The first model id the server lists (GET /v1/models), else None."""
-    import httpx
+    import urllib.request
 
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    scheme = "https" if ep.tls else "http"
+    req = urllib.request.Request(f"{'https' if ep.tls else 'http'}://{ep.host_header}{ep.base_path}/v1/models")
+    if api_key:
+        req.add_header("Authorization", f"Bearer {api_key}")
     try:
-        r = httpx.get(f"{scheme}://{ep.host_header}{ep.base_path}/v1/models", headers=headers,
-                      timeout=10)
-        data = r.json().get("data") or []
+        with urllib.request.urlopen(req, timeout=10) as r:
+            data = json.loads(r.read()).get("data") or []
         return data[0]["id"] if data else None
-    except (httpx.HTTPError, ValueError, KeyError, TypeError, AttributeError):
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, IndexError):
         return None
 
 
@@ -441,6 +456,8 @@ def summarize_point(outcomes: list[Outcome], res: LoadResult, cfg: ServeConfig, 
     for k, v in serving_metrics(tls, (t_start, t_end), slo=cfg.slo, energy_j=energy_j,
                                 keep_samples=False).items():
         metrics[f"all_{k}"] = v
+    if "ttft_s" not in metrics and "all_ttft_s" in metrics:
+        notes.append("no request lies wholly inside the steady-state window; see all_* metrics")
     if energy_j is not None and not whole:
         notes.append("energy covers the whole run only (all_energy_j)")
 

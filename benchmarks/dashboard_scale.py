@@ -1,0 +1,201 @@
+"""Dashboard at scale: 100,000 records, time to first render and to apply a filter in Chromium.
+
+    .venv/bin/python benchmarks/dashboard_scale.py [--records 100000] [--dir DIR] [--keep]
+
+Generates records in the Record schema (a sweep of hardware x engine x model x lengths x
+batch x parallelism x repeats, own and reference kinds; values from a simple made-up formula:
+they exercise the code path, they are not results), builds the columnar index, starts
+`llmbench dashboard` on a free loopback port, and drives Debian's Chromium through Playwright:
+- first render: page.goto -> the graph drawn with its points (includes loading Dash's JS)
+- filter: ticking a value in a filter dropdown -> the graph and status updated (5 filters;
+  median and max)
+Goals (the issue): first render < 2 s, filter < 300 ms. Prints measured/goal ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+
+from llmbench.store.record import Record
+
+HW = {"A100-SXM4-40GB": 1.6e12, "A100-SXM-80GB": 2.0e12, "H100-SXM": 3.35e12, "H200": 4.8e12,
+      "GH200": 4.0e12, "MI250-GCD": 1.6e12, "MI300X": 5.3e12, "Gaudi2": 2.45e12}
+ENGINES = {"vllm": 0.55, "tensorrt-llm": 0.65, "llamacpp": 0.15, "deepspeed-mii": 0.45,
+           "sglang": 0.6, "transformers": 0.1}
+MODELS = {f"model-{i:02d}-{p}b": p * 1e9 for i, p in enumerate([7, 7, 8, 8, 13, 13, 34, 70, 70, 72,
+                                                                  7, 8, 9, 14, 32])}
+IO = [128, 256, 512, 1024, 2048, 4096]
+BATCH = [1, 8, 16, 32, 64, 128]
+TP = [1, 2]
+
+
+def _stats(values: np.ndarray, unit: str, samples: bool = False) -> dict:
+    """MetricStats fields (no bootstrap CI: 100k of them would dominate the generation)."""
+    v = np.sort(values)
+    p50, p90, p95, p99 = (v[round(q * (len(v) - 1))] for q in (0.5, 0.9, 0.95, 0.99))
+    return {"unit": unit, "n": int(len(values)), "mean": float(values.mean()), "median": float(p50),
+            "p50": float(p50), "p90": float(p90), "p95": float(p95), "p99": float(p99),
+            "min": float(values.min()), "max": float(values.max()),
+            "std": float(values.std(ddof=1)) if len(values) > 1 else 0.0,
+            "ci95_low": None, "ci95_high": None,
+            "samples": [float(v) for v in values] if samples else None}
+
+
+def _doc(rng, i, hw, eng, model, io, bs, tp) -> dict:
+    bw, eff, params = HW[hw], ENGINES[eng], MODELS[model]
+    bound = bs * 2 * io / (io / (bw * tp / (2 * params)) + 1e-4 * io * bs)
+    thr = bound * eff * (1 - 0.03 * np.log2(bs)) * (1 + 0.03 * rng.standard_normal())
+    lat = bs * 2 * io / thr
+    kind = "reference" if i % 3 else "inference"
+    n = 1 if kind == "reference" else 3
+    return {
+        "schema_version": "1.0", "run_id": f"bench-{i // 100:05d}", "point_key": f"p{i}",
+        "created_at": "2026-11-30T00:00:00+00:00", "kind": kind, "status": "ok", "error": None,
+        "backend": {"name": eng, "version": None, "options": {}},
+        "model": {"name": model, "source": None, "params": int(params), "synthetic_weights": False},
+        "hardware": {"name": hw, "count": tp, "driver": None},
+        "workload": {"batch_size": bs, "input_len": io, "output_len": io, "tensor_parallel": tp,
+                     "pipeline_parallel": 1, "weight_dtype": "fp16", "kv_cache_dtype": "auto",
+                     "repeats": n},
+        "metrics": {"batch_latency_s": _stats(lat * (1 + 0.02 * rng.standard_normal(n)), "s"),
+                    "total_throughput_tok_s": _stats(thr * (1 + 0.02 * rng.standard_normal(n)), "tok/s"),
+                    "ttft_s": _stats(rng.gamma(4, lat / 200, size=8), "s", samples=kind != "reference")},
+        "roofline": {"bound": {"total_throughput_tok_s": bound}, "binding_resource": "hbm",
+                     "efficiency": {"total_throughput_tok_s": thr / bound}},
+        "power": {}, "notes": [], "env": {}, "spec": None,
+    }
+
+
+def generate(root: Path, n: int) -> None:
+    rng = np.random.default_rng(0)
+    grid = list(itertools.product(HW, ENGINES, MODELS, IO, BATCH, TP))
+    order = rng.permutation(len(grid))  # any prefix covers every hardware and engine
+    for i in range(n):
+        hw, eng, model, io, bs, tp = grid[order[i % len(grid)]]
+        d = root / f"bench-{i // 100:05d}"
+        if i % 100 == 0:
+            d.mkdir(parents=True, exist_ok=True)
+        doc = _doc(rng, i, hw, eng, model, io, bs, tp)
+        if i < 20:  # the documents are Records (validated here, not 100k times)
+            Record.model_validate(doc)
+        # Plain writes: the store's fsync per record is not what is measured here.
+        (d / f"rec-{i:06d}.json").write_text(json.dumps(doc))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--records", type=int, default=100_000)
+    ap.add_argument("--dir", type=Path, default=None, help="reuse/keep records here")
+    ap.add_argument("--filters", type=int, default=5)
+    args = ap.parse_args()
+    root = args.dir or Path(tempfile.mkdtemp(prefix="llmbench-scale-"))
+    existing = sum(1 for _ in root.rglob("rec-*.json")) if root.exists() else 0
+    if existing != args.records:
+        shutil.rmtree(root, ignore_errors=True)
+        t = time.perf_counter()
+        generate(root, args.records)
+        print(f"generated {args.records:,} records in {time.perf_counter() - t:.1f} s under {root}")
+    from llmbench.report.data import load
+    from llmbench.store.index import INDEX_NAME
+
+    (root / INDEX_NAME).unlink(missing_ok=True)
+    t = time.perf_counter()
+    d = load(root)
+    cold = time.perf_counter() - t
+    t = time.perf_counter()
+    d = load(root)
+    warm = time.perf_counter() - t
+    print(f"index: cold build {cold:.2f} s ({len(d.df):,} rows), warm load {warm:.3f} s")
+
+    chromium = shutil.which("chromium")
+    if chromium is None:
+        sys.exit("chromium not found: apt-get install chromium")
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "llmbench", "dashboard", "--results", str(root),
+                               "--port", str(port)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/"
+    t = time.perf_counter()
+    while True:
+        try:
+            urllib.request.urlopen(url, timeout=1).read()
+            break
+        except OSError:
+            if server.poll() is not None or time.perf_counter() - t > 120:
+                sys.exit("the dashboard did not start")
+            time.sleep(0.2)
+    print(f"dashboard process ready in {time.perf_counter() - t:.2f} s")
+    from playwright.sync_api import sync_playwright
+
+    try:
+        with sync_playwright() as pw:
+            b = pw.chromium.launch(executable_path=chromium, args=[
+                "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                "--disable-component-update", "--no-first-run"])
+            page = b.new_page(viewport={"width": 1440, "height": 950})
+            firsts = []
+            for _ in range(3):  # first one also warms the OS file cache for Dash's bundles
+                t = time.perf_counter()
+                page.goto(url)
+                page.wait_for_function("(document.querySelector('#status')||{}).innerText"
+                                       "&& document.querySelector('#status').innerText.includes('points')"
+                                       "&& document.querySelector('#graph .main-svg .scatterlayer .trace')",
+                                       polling="raf")
+                firsts.append(time.perf_counter() - t)
+            status = page.locator("#status").inner_text()
+            print(f"first render: {', '.join(f'{x:.2f}' for x in firsts)} s ({status})")
+            hw_id = json.dumps({"field": "hardware", "type": "filter"}, separators=(",", ":"))
+            times = []
+            hook = """() => { window.__plotted = 0;
+                const gd = document.querySelector('#graph .js-plotly-plot');
+                if (!gd.__hooked) { gd.on('plotly_afterplot', () => { window.__plotted = 1; });
+                                    gd.__hooked = true; } }"""
+            for h in list(HW)[: args.filters]:  # ticks one more hardware each time
+                page.locator(f"[id='{hw_id}']").click()
+                opt = page.locator("[role=listbox] [role=option]", has_text=h).first
+                opt.wait_for()
+                page.wait_for_timeout(200)
+                page.evaluate(hook)
+                t = time.perf_counter()
+                opt.click()
+                page.wait_for_function("window.__plotted === 1", polling="raf")
+                times.append(time.perf_counter() - t)
+                page.keyboard.press("Escape")
+                page.wait_for_timeout(300)
+            print("filter: " + ", ".join(f"{x * 1000:.0f}" for x in times) + " ms "
+                  f"({page.locator('#status').inner_text()})")
+            b.close()
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+    med_first, med_filter = statistics.median(firsts[1:]), statistics.median(times)
+    print(f"first render  {med_first:.2f} s   goal 2 s     ratio {med_first / 2:.2f}")
+    print(f"apply filter  {med_filter * 1000:.0f} ms  goal 300 ms  ratio {med_filter / 0.3:.2f} "
+          f"(max {max(times) * 1000:.0f} ms)")
+    print(f"cpu: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}")
+    if args.dir is None:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""Fault soak: a 100-point sweep of tiny real llama.cpp points (bundled SmolLM2) with injected
+crashes (SIGSEGV, SIGABRT, SIGKILL, exit), hangs and CUDA out-of-memory errors, run through
+`llmbench run` (isolated workers). Prints completed / failed / lost; lost must be 0: every
+point ends with exactly one record, every failed record names the injected cause, and the exit
+status is 3 (partial success).
+
+    .venv/bin/python benchmarks/fault_soak.py [--points 100] [--faults 24] [--timeout 6] [--seed 0]
+
+Faults are injected by the worker's test hook LLMBENCH_FAULT_INJECT (launch/faults.py); the
+engine itself is real and loaded when the fault strikes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+import yaml
+
+from llmbench.spec import load_spec
+
+# what each injected kind must be recorded as
+EXPECT = {"segv": "worker killed by signal 11 (SIGSEGV)", "abort": "worker killed by signal 6 (SIGABRT)",
+          "kill": "worker killed by signal 9 (SIGKILL)", "exit": "worker exited with status 1",
+          "hang": "timed out after", "oom": "out of memory: OutOfMemoryError",
+          "raise": "RuntimeError: fault injected"}
+MIX = ["segv", "segv", "segv", "segv", "segv", "segv", "abort", "abort", "abort", "kill", "kill", "kill",
+       "exit", "exit", "hang", "hang", "hang", "hang", "oom", "oom", "oom", "oom", "raise", "raise"]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--points", type=int, default=100)
+    ap.add_argument("--faults", type=int, default=len(MIX))
+    ap.add_argument("--timeout", type=float, default=6.0, help="per-point timeout_s (ends each hang)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--results", type=Path, default=None, help="default: a temporary directory")
+    args = ap.parse_args()
+
+    if args.points % 50:
+        raise SystemExit("--points must be a multiple of 50 (5 batch sizes x 10 input lengths x k)")
+    tmp = Path(tempfile.mkdtemp(prefix="llmbench-soak-"))
+    spec_path = tmp / "soak.yaml"
+    spec_path.write_text(yaml.safe_dump({
+        "backends": ["llamacpp"], "models": ["smollm2-135m"], "batch_size": [1, 2, 3, 4, 5],
+        "input_len": list(range(8, 28, 2)), "output_len": list(range(2, 2 + args.points // 50)),
+        "repeats": 1, "warmups": 0, "timeout_s": args.timeout,
+        "backend_options": {"llamacpp": {"n_threads": 1}}}))
+    points = load_spec(spec_path).points()
+    assert len(points) == args.points
+    rng = random.Random(args.seed)
+    kinds = (MIX * (args.faults // len(MIX) + 1))[:args.faults]
+    victims = rng.sample(range(len(points)), len(kinds))
+    plan = {points[i].key: k for i, k in zip(victims, kinds)}
+    results = args.results or tmp / "results"
+
+    env = {**os.environ, "LLMBENCH_FAULT_INJECT": "|".join(f"{k}@{key}" for key, k in plan.items()),
+           "COLUMNS": "200"}
+    cmd = [sys.executable, "-m", "llmbench", "run", str(spec_path), "--results", str(results)]
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - t0
+
+    docs, unreadable = [], 0
+    for p in sorted(Path(results).rglob("*.json")):
+        if p.name.startswith(".tmp-"):
+            continue
+        try:
+            docs.append(json.loads(p.read_text()))
+        except ValueError:
+            unreadable += 1
+    by_key: dict[str, list[dict]] = {}
+    for d in docs:
+        by_key.setdefault(d.get("point_key"), []).append(d)
+    keys = [p.key for p in points]
+    completed = sum(1 for k in keys if [d["status"] for d in by_key.get(k, [])] == ["ok"])
+    failed = sum(1 for k in keys if [d["status"] for d in by_key.get(k, [])] == ["failed"])
+    lost = len(keys) - completed - failed + unreadable  # none, several, or unreadable records
+    wrong_cause = [(k, plan[k], by_key[k][0].get("error", "")[:80]) for k in plan
+                   if len(by_key.get(k, [])) == 1 and not by_key[k][0].get("error", "").startswith(EXPECT[plan[k]])]
+    unplanned = [k for k in keys if k not in plan and by_key.get(k) and by_key[k][0]["status"] != "ok"]
+
+    print(f"fault soak: {len(points)} points, {len(plan)} injected faults "
+          f"({', '.join(f'{n} {k}' for k, n in sorted(Counter(plan.values()).items()))}), "
+          f"timeout_s={args.timeout:g}, seed={args.seed}")
+    print(f"exit status {r.returncode} (3 = partial success expected); wall {wall:.1f} s")
+    print(f"completed {completed}  failed {failed}  lost {lost}")
+    causes = Counter(d["error"].split(";")[0].split(" after ")[0][:60] for d in docs if d["status"] == "failed")
+    for c, n in causes.most_common():
+        print(f"  {n:3d}  {c}")
+    if wrong_cause:
+        print(f"failed with an unexpected cause: {wrong_cause}")
+    if unplanned:
+        print(f"points that failed without an injected fault: {unplanned}")
+    ok = (lost == 0 and r.returncode == 3 and failed == len(plan) and not wrong_cause and not unplanned)
+    if not ok:
+        print(r.stderr[-3000:])
+    print(f"results: {results}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

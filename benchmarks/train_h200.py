@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""The training study on H200s in one call (issue 4; issue 8's 2-GPU scaling when 2 GPUs).
+
+Runs `python -m llmbench.train` section by section, in priority order, each in its own process
+with a time limit, until the budget is spent; then prints the headline ratios against the
+issue's goals and packs the records into OUT/records.tgz (log: OUT/log.txt).
+
+On the device machine (wheels for pydantic carried in .whl-train; torchao optional, for fp8):
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+      --target /tmp/site .whl-train/*.whl && export PYTHONPATH=/tmp/site:$PWD/src
+  PYTHONUNBUFFERED=1 python3 benchmarks/train_h200.py --out $OUT --budget-s 500
+
+Goals (issue 4): block h4096/32 heads/s2048 bf16 fwd+bwd >= 0.78 of the measured matmul peak
+(aim 0.85); GPT-2 XL s1024 mb16 bf16 MFU >= 0.40 of 989 TFLOP/s (aim 0.50).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+BLOCK = ["--workload", "block", "--hidden", "4096", "--heads", "32", "--seq-len", "2048",
+         "--micro-batch", "4", "--steps", "20", "--warmup", "3"]
+XL = ["--workload", "gpt2", "--size", "xl", "--seq-len", "1024", "--micro-batch", "16",
+      "--steps", "8", "--warmup", "3"]
+G250 = ["--workload", "genslm", "--size", "250m", "--steps", "8", "--warmup", "3"]
+
+# (name, arguments, time limit in seconds); in priority order
+SECTIONS: list[tuple[str, list[str], int]] = [
+    ("block", BLOCK + ["--mode", "fwdbwd", "--compile", "true,false"], 120),
+    ("xl", XL + ["--compile", "true"], 150),
+    ("genslm2048", G250 + ["--seq-len", "2048", "--micro-batch", "8", "--compile", "true"], 100),
+    ("genslm10240", G250 + ["--seq-len", "10240", "--micro-batch", "2", "--compile", "true"], 100),
+    ("ddp", XL + ["--compile", "true", "--nproc", "2", "--parallel", "ddp", "--timeout", "170"], 180),
+    ("grad_accum", ["--workload", "gpt2", "--size", "small", "--seq-len", "1024", "--micro-batch", "16",
+                    "--grad-accum", "1,2,4,8,16", "--compile", "true", "--steps", "5", "--warmup", "2"], 120),
+    ("sparsity", BLOCK + ["--mode", "fwdbwd", "--compile", "false", "--sparsity", "none,2:4"], 60),
+    ("block_more", BLOCK + ["--compile", "true", "--attn-backend", "cudnn"], 60),
+    ("block_fwd", BLOCK + ["--compile", "true", "--mode", "fwd"], 60),
+    ("xl_eager", XL + ["--compile", "false", "--steps", "5"], 60),
+    ("genslm_eager", G250 + ["--seq-len", "2048", "--micro-batch", "8", "--compile", "false", "--steps", "5"], 60),
+    ("block_llama", BLOCK + ["--compile", "true", "--style", "llama", "--kv-heads", "8"], 60),
+    ("fsdp", XL + ["--compile", "true", "--nproc", "2", "--parallel", "fsdp", "--timeout", "170"], 180),
+    ("ddp_genslm", G250 + ["--seq-len", "2048", "--micro-batch", "8", "--compile", "true", "--nproc", "2",
+                           "--parallel", "ddp", "--timeout", "170"], 180),
+    ("block_mb8", [*BLOCK[:9], "8", *BLOCK[10:], "--compile", "true"], 60),
+    ("fp8", BLOCK + ["--compile", "true", "--precision", "fp8"], 90),
+    ("ac", XL + ["--compile", "true", "--activation-checkpointing", "true", "--steps", "5"], 120),
+]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "out")))
+    ap.add_argument("--budget-s", type=float, default=500)
+    ap.add_argument("--sections", default="", help="comma list; default all, in order")
+    ap.add_argument("--device", default="cuda")
+    a = ap.parse_args()
+    t_end = time.monotonic() + a.budget_s
+    a.out.mkdir(parents=True, exist_ok=True)
+    results = a.out / "results"
+    log = open(a.out / "log.txt", "a")
+    env = dict(os.environ)
+    for k, v in (("NCCL_NVLS_ENABLE", "0"), ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
+                 ("NVSHMEM_DISABLE_NVLS", "1"), ("PYTHONUNBUFFERED", "1")):
+        env.setdefault(k, v)
+    ngpu = _gpus()
+    want = [s for s in a.sections.split(",") if s]
+    for name, args, limit in SECTIONS:
+        if want and name not in want:
+            continue
+        if "--nproc" in args and ngpu < int(args[args.index("--nproc") + 1]):
+            _say(log, f"## {name}: skipped, {ngpu} GPU(s) visible")
+            continue
+        left = t_end - time.monotonic()
+        if left < 30:
+            _say(log, f"## {name}: skipped, budget spent")
+            continue
+        cmd = [sys.executable, "-m", "llmbench.train", *args, "--device", a.device,
+               "--results", str(results)]
+        _say(log, f"## {name}: {' '.join(cmd[2:])}")
+        t0 = time.monotonic()
+        try:
+            r = subprocess.run(cmd, env=env, capture_output=True, text=True,
+                               timeout=min(limit, left))
+            _say(log, (r.stdout + r.stderr)[-6000:])
+            _say(log, f"## {name}: exit {r.returncode} in {time.monotonic() - t0:.0f} s")
+        except subprocess.TimeoutExpired as e:
+            _say(log, f"## {name}: TIMEOUT after {time.monotonic() - t0:.0f} s; "
+                      f"{(e.stdout or b'')[-3000:]!r} {(e.stderr or b'')[-3000:]!r}")
+    table(results, log)
+    with tarfile.open(a.out / "records.tgz", "w:gz") as tf:
+        if results.exists():
+            tf.add(results, arcname="results")
+    return 0
+
+
+def _gpus() -> int:
+    try:
+        import torch
+
+        return torch.cuda.device_count()
+    except Exception:
+        return 0
+
+
+def _say(log, text: str) -> None:
+    print(text, flush=True)
+    log.write(text + "\n")
+    log.flush()
+
+
+def _m(d: dict, name: str, stat: str = "mean"):
+    v = (d.get("metrics") or {}).get(name)
+    return None if v is None else v.get(stat)
+
+
+def table(results: Path, log) -> None:
+    rows = []
+    for f in sorted(results.rglob("*.json")) if results.exists() else []:
+        d = json.loads(f.read_text())
+        w = d["workload"]
+        label = (f"{d['model']['name']} {w.get('mode')} s{w['seq_len']} mb{w['micro_batch']} "
+                 f"ga{w['grad_accum']} n{w['nproc']}{'/' + str(w.get('parallel')) if w['nproc'] > 1 else ''} "
+                 f"{w['precision']} sp={w['sparsity']} c={int(w['compile'])} ac={int(w['activation_checkpointing'])} "
+                 f"attn={w.get('attn_backend')}")
+        if d["status"] != "ok":
+            rows.append(f"{label:<90} FAILED {str(d.get('error'))[:200]}")
+            continue
+        vals = [("tok/s", _m(d, "tokens_per_s")), ("TFLOP/s", _m(d, "tflops_per_device")),
+                ("causal", _m(d, "tflops_causal")), ("mfu", _m(d, "mfu")),
+                ("mfu_meas", _m(d, "mfu_measured_peak")), ("mm_peak", _m(d, "matmul_peak_tflops")),
+                ("step_s", _m(d, "step_time_s", "median")), ("mem", _m(d, "mem_peak_gib")),
+                ("J/tok", _m(d, "energy_per_token_j")), ("W", _m(d, "avg_power_w")),
+                ("compile_s", _m(d, "compile_time_s")), ("scale", _m(d, "scaling_efficiency")),
+                ("speedup", _m(d, "speedup_vs_dense")), ("loss", _m(d, "loss_last"))]
+        rows.append(f"{label:<90} " + " ".join(f"{k}={v:.4g}" for k, v in vals if v is not None))
+    _say(log, "\n# results\n" + "\n".join(rows))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

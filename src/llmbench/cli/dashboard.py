@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+
+import typer
+
+from llmbench.cli.common import console
+from llmbench.errors import SpecError
+from llmbench.store.store import DEFAULT_RESULTS
+
+
+def register(app: typer.Typer) -> None:
+    app.command("dashboard")(dashboard)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def dashboard(
+    results: Path = typer.Option(DEFAULT_RESULTS, "--results", help="results directory"),
+    host: str = typer.Option("127.0.0.1", "--host", help="interface to listen on (loopback by default)"),
+    port: int = typer.Option(8050, "--port", min=1, max=65535),
+    poll: float = typer.Option(10.0, "--poll", min=1.0, help="seconds between checks for new records"),
+    debug: bool = typer.Option(False, "--debug", help="Dash dev tools and reloader (never on a shared host)"),
+) -> None:
+    """Serve the interactive dashboard over the store (own and imported reference results)."""
+    try:
+        from llmbench.dashboard.app import create_app
+    except ImportError as e:
+        raise SpecError([("dashboard", f"needs the dashboard extra ({e.name} is missing): "
+                          "pip install 'llmbench[dashboard]'")]) from None
+    if not results.exists():
+        raise SpecError([("--results", f"{results} does not exist")])
+    if not _is_loopback(host):
+        console.print(f"[yellow]warning:[/] listening on {host}: anyone who can reach this "
+                      "address can read every result; the dashboard has no authentication")
+    app = create_app(results, poll_s=poll)
+    console.print(f"llmbench dashboard on http://{host}:{port}/  (Ctrl-C to stop)")
+    app.run(host=host, port=port, debug=debug)

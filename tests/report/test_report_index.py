@@ -1,0 +1,78 @@
+import os
+import time
+
+from report_records import own_records, reference_records
+
+from llmbench.store.index import INDEX_NAME, load_index, signature
+from llmbench.store.store import Store
+
+
+def _rows_by_path(idx):
+    return {r["path"]: r for r in idx.table.to_pylist()}
+
+
+def test_index_matches_store_rows_and_is_cached(tmp_path):
+    store = Store(tmp_path)
+    for r in reference_records()[:20] + own_records()[:5]:
+        store.write(r)
+    idx = load_index(tmp_path)
+    assert (tmp_path / INDEX_NAME).exists()
+    want = {r["path"]: r for r in store.rows()}
+    got = _rows_by_path(idx)
+    assert len(got) == len(want) == 25
+    for p, row in want.items():
+        g = got[str((tmp_path / os.path.relpath(p, tmp_path)).resolve())]
+        for k, v in row.items():
+            if k != "path":
+                assert g[k] == v, k
+    assert "total_throughput_tok_s" in idx.metrics and "batch_size" in idx.workload
+    again = load_index(tmp_path)  # no change: served from the Parquet file
+    assert again.table.num_rows == 25 and again.signature == idx.signature == signature(tmp_path)
+
+
+def test_index_sees_added_replaced_and_removed_records(tmp_path):
+    store = Store(tmp_path)
+    paths = [store.write(r) for r in reference_records()[:6]]
+    assert load_index(tmp_path).table.num_rows == 6
+    new = store.write(own_records()[0])
+    paths[0].unlink()
+    idx = load_index(tmp_path)
+    rows = _rows_by_path(idx)
+    assert len(rows) == 6
+    assert str(new.resolve()) in rows and str(paths[0].resolve()) not in rows
+    # A record rewritten by rename (the store's only way) gets its new values.
+    rec = reference_records()[1]
+    rec.metrics["batch_latency_s"].mean = 123.0
+    tmp = paths[1].with_suffix(".tmp")
+    tmp.write_text(rec.model_dump_json())
+    os.replace(tmp, paths[1])
+    assert _rows_by_path(load_index(tmp_path))[str(paths[1].resolve())]["batch_latency_s_mean"] == 123.0
+
+
+def test_edit_in_place_needs_full_check(tmp_path):
+    store = Store(tmp_path)
+    p = store.write(reference_records()[0])
+    load_index(tmp_path)
+    rec = reference_records()[0]
+    rec.metrics["batch_latency_s"].mean = 7.0
+    st = os.stat(p.parent)
+    p.write_text(rec.model_dump_json())
+    os.utime(p.parent, ns=(st.st_atime_ns, st.st_mtime_ns))  # a hand edit keeps the dir mtime
+    time.sleep(0.01)
+    assert load_index(tmp_path, full_check=True).table.column("batch_latency_s_mean").to_pylist() == [7.0]
+
+
+def test_mixed_type_field_and_bad_json(tmp_path):
+    store = Store(tmp_path)
+    a, b = reference_records()[:2]
+    a.workload["kv_cache_dtype"] = 8
+    store.write(a)
+    store.write(b)
+    (tmp_path / "ref-lib" / "broken.json").write_text("{not json")
+    idx = load_index(tmp_path)
+    assert idx.table.num_rows == 2
+    assert sorted(idx.table.column("kv_cache_dtype").to_pylist()) == ["8", "auto"]
+
+
+def test_missing_root_is_empty(tmp_path):
+    assert load_index(tmp_path / "nope").table.num_rows == 0

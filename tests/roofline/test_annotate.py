@@ -1,0 +1,107 @@
+"""annotate(record): bounds and efficiencies filled in place for records the catalogs know."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from llmbench import roofline
+from llmbench.measure.stats import summarize
+from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
+
+
+def rec(kind="inference", hw="NVIDIA H100 80GB HBM3", model="llama-3-8b", backend="vllm",
+        metrics=None, **workload):
+    w = {"batch_size": 1, "input_len": 128, "output_len": 128, "tensor_parallel": 1,
+         "pipeline_parallel": 1, "weight_dtype": "auto", "kv_cache_dtype": None, **workload}
+    return Record(run_id="t", kind=kind, backend=BackendInfo(name=backend),
+                  model=ModelInfo(name=model), hardware=HardwareInfo(name=hw), workload=w,
+                  metrics={k: summarize(v, "x") for k, v in (metrics or {}).items()})
+
+
+def test_inference_efficiency_keys_match_metric_names():
+    r = rec(metrics={"batch_latency_s": [1.2, 1.3], "output_throughput_tok_s": [100.0],
+                     "total_throughput_tok_s": [200.0], "tpot_s": [0.009], "ttft_s": [0.02],
+                     "itl_s": [0.0095]})
+    assert roofline.annotate(r) is True
+    rf = r.roofline
+    assert rf.binding_resource == "memory" and rf.hardware_id == "H100-SXM"
+    assert set(rf.efficiency) == {"batch_latency_s", "output_throughput_tok_s",
+                                  "total_throughput_tok_s", "tpot_s", "ttft_s", "itl_s"}
+    assert rf.efficiency["output_throughput_tok_s"] == pytest.approx(100 / rf.bound["output_throughput_tok_s"])
+    assert rf.efficiency["batch_latency_s"] == pytest.approx(rf.bound["batch_latency_s"] / 1.25)
+    assert rf.efficiency["tpot_s"] == pytest.approx(rf.bound["tpot_s"] / 0.009)
+    assert all(0 < v < 1 for v in rf.efficiency.values())
+    assert any("auto" in n for n in rf.notes)  # 'auto' weight dtype taken as bf16, said so
+
+
+def test_faster_than_the_bound_is_noted():
+    r = rec(metrics={"output_throughput_tok_s": [10_000.0]})
+    roofline.annotate(r)
+    assert r.roofline.efficiency["output_throughput_tok_s"] > 1
+    assert any("above 1" in n for n in r.roofline.notes)
+
+
+def test_unknown_hardware_or_model_or_failed_record_is_left_alone():
+    for r in (rec(hw="NVIDIA GeForce RTX 4090"), rec(model="/some/dir/model"),
+              rec(metrics={"batch_latency_s": [1.0]}).model_copy(update={"status": "failed"})):
+        assert roofline.annotate(r) is False and r.roofline.bound is None
+
+
+def test_llamacpp_auto_uses_gguf_bytes_or_q4_1(monkeypatch):
+    r = rec(hw="cpu", model="smollm2-135m", backend="llamacpp")
+    r.model.weight_bytes = 96_576_768
+    monkeypatch.setattr("llmbench.hardware.cpu.local_cpu", lambda: _fake_cpu())
+    roofline.annotate(r)
+    bw = 20e9
+    assert r.roofline.bound["decode_tok_s"] == pytest.approx(bw / 96_576_768)
+    monkeypatch.setattr(roofline, "_bundled_gguf_bytes", lambda name: None)
+    q = rec(hw="cpu", model="smollm2-135m", backend="llamacpp")
+    roofline.annotate(q)
+    assert q.roofline.bound["decode_tok_s"] == pytest.approx(bw / (134_515_008 * 0.625))
+    assert any("Q4_1" in n for n in q.roofline.notes)
+
+
+def _fake_cpu():
+    from llmbench.hardware import Hardware
+
+    return Hardware(id="cpu", name="test cpu", vendor="cpu", mem_bw_gbs=20.0,
+                    peak_tflops={"fp32": 0.1, "tf32": None, "bf16": 0.1, "fp16": 0.1,
+                                 "int8": 0.4, "fp8": None}, source="measured", measured=True)
+
+
+def test_serving_bounds_ttft_and_tpot_at_one_request():
+    s = rec(kind="serving", concurrency=32, batch_size=None, metrics={"ttft_s": [0.05], "tpot_s": [0.02]})
+    roofline.annotate(s)
+    one = rec(batch_size=1)
+    roofline.annotate(one)
+    assert s.roofline.bound["ttft_s"] == pytest.approx(one.roofline.bound["ttft_s"])
+    assert s.roofline.bound["tpot_s"] == pytest.approx(one.roofline.bound["tpot_s"])
+    assert s.roofline.bound["output_throughput_tok_s"] > 10 * one.roofline.bound["output_throughput_tok_s"]
+    assert "batch_latency_s" not in s.roofline.bound
+
+
+def test_training_record():
+    t = rec(kind="training", model="genslm-250m", seq_len=1024, micro_batch=8, grad_accum=1,
+            nproc=1, precision="bf16", tokens_per_step=8192,
+            metrics={"tokens_per_s": [100_000.0], "tflops": [200.0], "step_time_s": [0.08]})
+    assert roofline.annotate(t)
+    assert set(t.roofline.efficiency) == {"tokens_per_s", "tflops", "step_time_s"}
+    assert t.roofline.efficiency["tflops"] == pytest.approx(200 / 989.5)
+
+
+def test_cli_json_carries_decode_tok_s():
+    from llmbench.cli import app
+
+    r = CliRunner().invoke(app, ["roofline", "--model", "llama-3-8b", "--hardware", "H100",
+                                 "--batch-size", "1", "--input-len", "128", "--output-len", "128",
+                                 "--format", "json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.output)
+    assert doc["decode_tok_s"] == pytest.approx(3.35e12 / (2 * 8_030_261_248), rel=1e-12)
+    assert doc["hardware"] == "H100-SXM" and doc["binding_resource"] == "memory"
+    table = CliRunner().invoke(app, ["roofline", "--model", "genslm-25b", "--hardware", "MI300X",
+                                     "--training", "--batch-size", "8", "--input-len", "2048"])
+    assert table.exit_code == 0 and "tokens_per_s" in table.output
+    bad = CliRunner().invoke(app, ["roofline", "--model", "nope", "--hardware", "H100"])
+    assert bad.exit_code != 0
