@@ -24,7 +24,7 @@ def by_key(docs):
 @pytest.mark.slow
 @needs_llamacpp
 def test_each_fault_costs_only_its_point_then_resume_completes(tmp_path):
-    spec = tiny_spec(tmp_path, batch_sizes=(1, 2, 3, 4, 5, 6), timeout_s=8)
+    spec = tiny_spec(tmp_path, batch_sizes=(1, 2), timeout_s=8, output_len=[2, 3, 4])
     k = keys(spec)
     plan = {k[0]: "segv", k[2]: "hang", k[3]: "oom", k[4]: "abort"}
     res = tmp_path / "results"
@@ -48,6 +48,7 @@ def test_each_fault_costs_only_its_point_then_resume_completes(tmp_path):
         assert m["batch_latency_s"]["mean"] > 0 and m["load_time_s"]["mean"] > 0
     # a failed record still says what was asked for
     assert got[k[0]][0]["workload"]["batch_size"] == 1 and got[k[0]][0]["backend"]["name"] == "llamacpp"
+    assert got[k[0]][0]["workload"]["output_len"] == 2
 
     r = run_cli("run", spec, "--results", res, "--resume", "--redo-failed")
     assert r.returncode == 0, r.stderr

@@ -31,7 +31,7 @@ from llmbench.measure.timeline import RequestTimeline
 from llmbench.spec import Point
 
 ATTN_IMPLS = ("sdpa", "eager", "flash_attention_2")
-COMPILE_MODES = ("default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+CompileMode = Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
 
 
 class TransformersOptions(BaseModel):
@@ -39,7 +39,8 @@ class TransformersOptions(BaseModel):
 
     loop: Literal["auto", "generate", "step"] = Field(
         "auto", description="auto: 'step' when kv_cache=static and compile, else 'generate'")
-    compile_mode: Literal[COMPILE_MODES] = "reduce-overhead"  # type: ignore[valid-type]
+    compile_mode: CompileMode = Field(
+        "reduce-overhead", description="torch.compile mode; reduce-overhead = CUDA graphs")
     coordinate_descent_tuning: bool = Field(
         True, description="inductor's extra kernel tuning (gpt-fast turns it on for decode)")
     threads: int | None = Field(None, ge=1, description="torch CPU threads (default: torch's)")
@@ -225,12 +226,15 @@ class TransformersBackend(Backend):
 
         ic.coordinate_descent_tuning = self.options.coordinate_descent_tuning
         ic.fx_graph_cache = True
-        # One static cache (and so one graph) per point shape: allow a few recompiles per load.
-        self._torch._dynamo.config.cache_size_limit = max(self._torch._dynamo.config.cache_size_limit, 64)
+        # Each point brings its own static cache, so dynamo recompiles once per point shape.
+        cfg = self._torch._dynamo.config
+        name = "recompile_limit" if hasattr(cfg, "recompile_limit") else "cache_size_limit"
+        setattr(cfg, name, max(getattr(cfg, name), 64))
 
     def _static_cache(self, batch: int, length: int) -> None:
-        """A StaticCache sized for this point, filled by a first (untimed) prefill so its tensors
-        exist, are marked static for CUDA graphs, and the decode step is built once per shape."""
+        """A StaticCache sized for this point. One untimed token allocates its tensors (marked
+        as static addresses, so CUDA graphs can write into them); the compiled step itself is
+        traced on its first call, in the warm-up."""
         from transformers import StaticCache
 
         if self._cache_shape == (batch, length):

@@ -48,10 +48,11 @@ from llmbench.errors import EngineError
 from llmbench.measure.timeline import RequestTimeline
 from llmbench.spec import Point
 
-_ENV_KEYS = ("VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_WORKER_MULTIPROC_METHOD",
+_ENV_KEYS = ("VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_WORKER_MULTIPROC_METHOD", "CUDA_VISIBLE_DEVICES",
              "VLLM_CPU_NUM_OF_RESERVED_CPU", "VLLM_CPU_KVCACHE_SPACE", "VLLM_CPU_OMP_THREADS_BIND",
              "LD_PRELOAD")
 _DTYPES = {"auto": "auto", "fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+_KV_ALIASES = {"fp16": "float16", "bf16": "bfloat16"}  # llmbench's names -> vLLM's; the rest as given
 
 
 class VllmOptions(BaseModel):
@@ -60,7 +61,7 @@ class VllmOptions(BaseModel):
     gpu_memory_utilization: float = Field(0.9, gt=0, le=1, description="GPU: fraction of memory vLLM may take")
     kv_cache_space_gib: int = Field(1, ge=1, description="CPU: KV cache size (VLLM_CPU_KVCACHE_SPACE)")
     max_model_len: int | None = Field(None, ge=16, description="default: the model's context")
-    max_num_seqs: int | None = Field(None, ge=1, description="default: vLLM's (256 on CPU), raised to the batch")
+    max_num_seqs: int | None = Field(None, ge=1, description="default: vLLM's (256 on CPU), or the first point's batch if larger")
     max_num_batched_tokens: int | None = Field(None, ge=1, description="tokens per engine step (prefill chunk)")
     enable_prefix_caching: bool = Field(False, description="off, as vLLM's latency benchmark: prompts differ anyway")
     enable_chunked_prefill: bool | None = None
@@ -106,9 +107,8 @@ class VllmBackend(Backend):
 
     # -- life cycle -------------------------------------------------------------------------
     def _set_env(self) -> None:
-        """Engine settings vLLM reads from the environment, set before its processes start;
-        the previous values come back in close()."""
-        self._saved_env = dict(os.environ)
+        """Engine settings vLLM reads from the environment, set before its processes start."""
+        self._env_before = dict(os.environ)
         o = self.options
         if not o.multiprocessing:
             os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
@@ -120,17 +120,26 @@ class VllmBackend(Backend):
             preload = os.environ.get("LD_PRELOAD", "")
             if iomp.is_file() and not any(k in preload for k in ("libiomp", "libgomp", "libomp")):
                 os.environ["LD_PRELOAD"] = f"{iomp}:{preload}" if preload else str(iomp)
+        elif ":" in self.point.device:  # cuda:N -> devices N .. N+tp*pp-1, as vLLM counts from 0
+            first = int(self.point.device.split(":")[1])
+            visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+            ids = [v.strip() for v in visible.split(",")] if visible else [str(i) for i in range(64)]
+            os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(ids[first:first + self.device_count()])
+
+    def _note_env_changes(self) -> None:
+        """What we and vLLM changed in this process's environment while loading (vLLM sets
+        LD_PRELOAD, VLLM_WORKER_MULTIPROC_METHOD ... for its processes); undone in close()."""
+        before = getattr(self, "_env_before", None) or {}
+        keys = {k for k in set(os.environ) | set(before) if os.environ.get(k) != before.get(k)}
+        self._env_undo = {k: before.get(k) for k in keys}
 
     def _restore_env(self) -> None:
-        saved = getattr(self, "_saved_env", None)
-        if saved is None:
-            return
-        for k in set(os.environ) - set(saved):
-            del os.environ[k]
-        for k, v in saved.items():
-            if os.environ.get(k) != v:
+        for k, v in getattr(self, "_env_undo", {}).items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
                 os.environ[k] = v
-        self._saved_env = None
+        self._env_undo = {}
 
     def load(self) -> None:
         import psutil
@@ -152,7 +161,8 @@ class VllmBackend(Backend):
             kwargs.update(load_format="dummy", skip_tokenizer_init=True)
         if self.point.device.startswith("cuda"):
             kwargs["gpu_memory_utilization"] = o.gpu_memory_utilization
-        for key, value in (("block_size", eo.kv_block_size), ("kv_cache_dtype", eo.kv_cache_dtype),
+        kv_dtype = _KV_ALIASES.get(eo.kv_cache_dtype, eo.kv_cache_dtype)
+        for key, value in (("block_size", eo.kv_block_size), ("kv_cache_dtype", kv_dtype),
                            ("quantization", eo.weight_quant), ("max_model_len", o.max_model_len),
                            ("max_num_batched_tokens", o.max_num_batched_tokens),
                            ("enable_chunked_prefill", o.enable_chunked_prefill)):
@@ -170,9 +180,11 @@ class VllmBackend(Backend):
 
             self.llm = LLM(**kwargs)
         except BaseException:
+            self._note_env_changes()
             self._reap()
             self._restore_env()
             raise
+        self._note_env_changes()
         self.engine = self.llm.llm_engine
         self._env_used = {k: os.environ[k] for k in _ENV_KEYS if k in os.environ}
         self._last: dict[str, float] = {}
@@ -285,23 +297,31 @@ class VllmBackend(Backend):
         inputs = engine.renderer.render_cmpl([{"prompt_token_ids": list(p)} for p in prompts])
         timelines = [RequestTimeline(t_ref=t_ref, t_send=None, prompt_tokens=len(p)) for p in prompts]
         index: dict[str, int] = {}
-        for i, inp in enumerate(inputs):
-            rid = f"llmbench-{self._n_req}"  # outputs carry this id (vLLM adds a suffix inside)
-            self._n_req += 1
-            engine.add_request(rid, inp, params)
-            index[rid] = i
-            timelines[i].t_send = time.perf_counter()
+        added: list[str] = []
         stats: dict[int, Any] = {}
-        while engine.has_unfinished_requests():
-            outputs = engine.step()
-            t = time.perf_counter()
-            for out in outputs:
-                i = index.get(out.request_id)
-                if i is None:
-                    continue
-                timelines[i].add(t, len(out.outputs[0].token_ids))
-                if out.finished:
-                    stats[i] = out.metrics
+        try:
+            for i, inp in enumerate(inputs):
+                rid = f"llmbench-{self._n_req}"  # outputs carry this id (vLLM adds a suffix inside)
+                self._n_req += 1
+                added.append(engine.add_request(rid, inp, params))
+                index[rid] = i
+                timelines[i].t_send = time.perf_counter()
+            while engine.has_unfinished_requests():
+                outputs = engine.step()
+                t = time.perf_counter()
+                for out in outputs:
+                    i = index[out.request_id]
+                    timelines[i].add(t, len(out.outputs[0].token_ids))
+                    if out.finished:
+                        stats[i] = out.metrics
+                        seen = out.prompt_token_ids
+                        if seen is not None and len(seen) != len(prompts[i]):
+                            raise EngineError(f"vLLM saw {len(seen)} prompt tokens, llmbench sent "
+                                              f"{len(prompts[i])}")
+        except BaseException:
+            if engine.has_unfinished_requests():  # leave the engine clean for the next point
+                engine.abort_request(added, internal=True)
+            raise
         self._last = self._engine_view(stats, t_ref)
         return timelines
 

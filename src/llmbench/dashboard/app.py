@@ -13,12 +13,16 @@ from typing import Any
 import dash
 import pandas as pd
 from dash import ALL, Input, Output, State, dcc, html
+from dash.exceptions import PreventUpdate
 
 from llmbench.dashboard.source import Source
 from llmbench.report import best as best_mod
 from llmbench.report import figures, views
 from llmbench.report.data import Data
 
+TAB = {"padding": "8px 18px", "border": "none", "background": "#fff", "color": "#5a6478",
+       "fontWeight": 500}
+TAB_ON = {**TAB, "color": "#1b2a4a", "borderBottom": "3px solid #2f4f8f"}
 STATS = ["mean", "p50", "p90", "p99", "min", "max"]
 GRAPH_CONFIG = {"displaylogo": False, "toImageButtonOptions": {"format": "png", "scale": 2}}
 
@@ -174,9 +178,12 @@ def create_app(results: Path | str, poll_s: float = 10.0) -> dash.Dash:
     app.layout = html.Div([
         html.Header([html.Div([html.H1("llmbench"), html.Span(str(Path(results)), className="path")]),
                      html.Div(header(data0), id="counts", className="counts")]),
-        dcc.Tabs(id="tabs", value="explore", className="tabs", children=[
-            dcc.Tab(label="Explore", value="explore", children=_explore_layout(data0)),
-            dcc.Tab(label="Best configuration", value="best", children=_best_layout(data0)),
+        dcc.Tabs(id="tabs", value="explore", className="tabs", style={"height": "42px"},
+                 children=[
+            dcc.Tab(label="Explore", value="explore", children=_explore_layout(data0),
+                    style=TAB, selected_style=TAB_ON),
+            dcc.Tab(label="Best configuration", value="best", children=_best_layout(data0),
+                    style=TAB, selected_style=TAB_ON),
         ]),
         dcc.Interval(id="tick", interval=int(poll_s * 1000)),
         dcc.Store(id="version", data=0),
@@ -243,8 +250,11 @@ def create_app(results: Path | str, poll_s: float = 10.0) -> dash.Dash:
         Input("b-model", "value"), Input("b-minp", "value"), Input("b-maxp", "value"),
         Input("b-in", "value"), Input("b-out", "value"), Input("b-ttft", "value"),
         Input("b-tpot", "value"), Input("b-dev", "value"), Input("b-pow", "value"),
-        Input("b-rank", "value"), Input("b-src", "value"), Input("version", "data"))
-    def _best(model, minp, maxp, il, ol, ttft, tpot, dev, pw, rank, src, _v):
+        Input("b-rank", "value"), Input("b-src", "value"), Input("version", "data"),
+        Input("tabs", "value"))
+    def _best(model, minp, maxp, il, ol, ttft, tpot, dev, pw, rank, src, _v, tab):
+        if tab != "best":  # computed when shown, not on every page load
+            raise PreventUpdate
         try:
             q = best_mod.BestQuery(model=model, min_params_b=minp, max_params_b=maxp,
                                    input_len=il, output_len=ol, ttft_slo_s=ttft, tpot_slo_s=tpot,

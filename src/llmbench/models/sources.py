@@ -96,7 +96,9 @@ def model_path(name: str, fmt: Literal["gguf", "hf"] = "gguf") -> Path:
         return ref.path
     if ref.source == "gguf":
         raise ModelError([("format", f"{name!r} is a GGUF file; give an HF directory for this engine")])
-    target = cache_dir() / "models" / f"{ref.name}-hf"
+    # "-f32": the de-quantised copy keeps fp32 (a bf16 copy rounds the weights and changes greedy
+    # tokens); engines cast to their own dtype at load.
+    target = cache_dir() / "models" / (f"{ref.name}-hf-f32" if ref.source == "bundled" else f"{ref.name}-hf")
     if (target / "config.json").exists():
         return target
     if ref.source == "bundled":
@@ -139,7 +141,7 @@ def _dequantise_smollm2(out: Path) -> None:
         del config.quantization_config
     clean = LlamaForCausalLM(config)
     clean.load_state_dict(src.state_dict())
-    clean.to(torch.bfloat16).save_pretrained(out)
+    clean.save_pretrained(out)
     AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name).save_pretrained(out)
 
 

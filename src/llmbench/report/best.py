@@ -139,7 +139,6 @@ def find_best(data: Data, q: BestQuery) -> tuple[pd.DataFrame, list[str]]:
     merged["tpot_bounded"] = g["tpot_bounded"].all()
     merged["records"] = g.size()
     merged = merged.reset_index()
-    merged["config"] = merged.apply(lambda r: config_label(r, keys), axis=1)
     merged["pareto"] = pareto_mask(merged["latency_s"].to_numpy(), merged["throughput_tok_s"].to_numpy())
     by = {"throughput": ("throughput_tok_s", False), "throughput_per_device": ("throughput_per_device", False),
           "tokens_per_joule": ("tokens_per_joule", False), "latency": ("latency_s", True),
@@ -148,7 +147,15 @@ def find_best(data: Data, q: BestQuery) -> tuple[pd.DataFrame, list[str]]:
     merged["rank"] = np.arange(1, len(merged) + 1)
     if len(merged) > q.top:
         notes.append(f"showing the top {q.top} of {len(merged)} configurations")
-    return merged.reset_index(drop=True), notes
+    # What is shown: the table's rows and, for the figure, the best KEEP plus the frontier.
+    keep = merged[(merged["rank"] <= max(q.top, KEEP)) | merged["pareto"]].copy()
+    if len(keep) < len(merged):
+        notes.append(f"the figure shows the top {KEEP} and the Pareto frontier")
+    keep["config"] = [config_label(r, keys) for _, r in keep.iterrows()]
+    return keep.reset_index(drop=True), notes
+
+
+KEEP = 400
 
 
 # Shown through the derived labels (parallelism, dtype) or elsewhere in the table.

@@ -183,7 +183,7 @@ AXIS = dict(showgrid=True, gridcolor="#eceff4", linecolor="#c9ced8", ticks="outs
 def _base_layout(fig: Fig, title: str, height: int) -> None:
     fig.update_layout(
         title=dict(text=title, x=0.01, xanchor="left", font=dict(size=17)),
-        paper_bgcolor="white", plot_bgcolor="white", colorway=PALETTE,
+        paper_bgcolor="white", plot_bgcolor="white", colorway=PALETTE, showlegend=True,
         xaxis=dict(AXIS), yaxis=dict(AXIS),
         height=height, margin=dict(l=70, r=20, t=60, b=60),
         font=dict(family="Inter, Segoe UI, Helvetica, Arial, sans-serif", size=13),
@@ -353,6 +353,7 @@ def ecdf_figure(series: dict[str, list[float]], metric: str, log_x: bool = True,
             fig.add_trace("scatter", **dict(x=xs, y=ys, mode="markers", name=f"{s} ({what})",
                                             marker=dict(color=colors[s], size=11, symbol="diamond-open",
                                                         line=dict(width=2, color=colors[s]))))
+    fig.update_xaxes(title=dict(text=label(metric)), type="log" if log_x else "linear")
     if log_x:
         _apply_log_ticks(fig, "x", [a for tr in fig.data for a in (tr.get("x") or [])
                                     if a is not None])
@@ -387,7 +388,8 @@ def pareto_figure(ranked: pd.DataFrame, title: str = "Throughput against latency
             x=p["latency_s"], y=p["throughput_tok_s"], mode="markers", name=s, hovertext=hover,
             hoverinfo="text",
             marker=dict(color=colors[s], size=np.where(p["pareto"], 13, 8),
-                        symbol=np.where(p["source"] == "reference", "circle-open", "circle"),
+                        symbol=np.where((p["source"] == "reference") & (d["source"].nunique() > 1),
+                                        "circle-open", "circle"),
                         line=dict(width=np.where(p["pareto"], 2.5, 1.5), color=colors[s]))))
     f = d[d["pareto"]].sort_values("latency_s")
     if len(f):
@@ -398,7 +400,7 @@ def pareto_figure(ranked: pd.DataFrame, title: str = "Throughput against latency
                      showgrid=True, gridcolor="#eee")
     if log_x:
         _apply_log_ticks(fig, "x", d["latency_s"])
-    if (d["source"] == "reference").any():
+    if d["source"].nunique() > 1:
         fig.update_layout(legend=dict(title=dict(text="<i>open markers: published reference</i>")))
     fig.update_yaxes(title=dict(text="Throughput (tok/s) — higher is better"), showgrid=True,
                      gridcolor="#eee")
