@@ -192,7 +192,7 @@ def main() -> None:
             status = page.locator("#status").inner_text()
             print(f"first render: {', '.join(f'{x:.2f}' for x in firsts)} s ({status})")
             hw_id = json.dumps({"field": "hardware", "type": "filter"}, separators=(",", ":"))
-            times = []
+            times, split = [], []
             hook = """() => { window.__plotted = 0;
                 const gd = document.querySelector('#graph .js-plotly-plot');
                 if (!gd.__hooked) { gd.on('plotly_afterplot', () => { window.__plotted = 1; });
@@ -204,13 +204,19 @@ def main() -> None:
                 page.wait_for_timeout(200)
                 page.evaluate(hook)
                 t = time.perf_counter()
-                opt.click()
+                with page.expect_response(lambda r: "_dash-update-component" in r.url) as resp:
+                    opt.click()
+                resp.value.finished()
+                t_resp = time.perf_counter()
                 page.wait_for_function("window.__plotted === 1", polling="raf")
                 times.append(time.perf_counter() - t)
+                split.append((t_resp - t, time.perf_counter() - t_resp))
                 page.keyboard.press("Escape")
                 page.wait_for_timeout(300)
             print("filter: " + ", ".join(f"{x * 1000:.0f}" for x in times) + " ms "
                   f"({page.locator('#status').inner_text()})")
+            print("  of which click -> response: " + ", ".join(f"{a * 1000:.0f}" for a, _ in split)
+                  + " ms; response -> drawn: " + ", ".join(f"{b * 1000:.0f}" for _, b in split) + " ms")
             b.close()
     finally:
         server.terminate()

@@ -19,9 +19,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import subprocess
 import sys
 import tarfile
+import threading
 import time
 from pathlib import Path
 
@@ -34,25 +36,32 @@ G250 = ["--workload", "genslm", "--size", "250m", "--steps", "8", "--warmup", "3
 # (name, arguments, time limit in seconds); in priority order
 SECTIONS: list[tuple[str, list[str], int]] = [
     ("block", BLOCK + ["--mode", "fwdbwd", "--compile", "true,false"], 120),
-    ("xl", XL + ["--compile", "true"], 150),
+    ("xl", XL + ["--compile", "true"], 200),
+    ("block_more", BLOCK + ["--compile", "true", "--attn-backend", "cudnn"], 60),
     ("genslm2048", G250 + ["--seq-len", "2048", "--micro-batch", "8", "--compile", "true"], 100),
     ("genslm10240", G250 + ["--seq-len", "10240", "--micro-batch", "2", "--compile", "true"], 100),
     ("ddp", XL + ["--compile", "true", "--nproc", "2", "--parallel", "ddp", "--timeout", "170"], 180),
     ("grad_accum", ["--workload", "gpt2", "--size", "small", "--seq-len", "1024", "--micro-batch", "16",
                     "--grad-accum", "1,2,4,8,16", "--compile", "true", "--steps", "5", "--warmup", "2"], 120),
     ("sparsity", BLOCK + ["--mode", "fwdbwd", "--compile", "false", "--sparsity", "none,2:4"], 60),
-    ("block_more", BLOCK + ["--compile", "true", "--attn-backend", "cudnn"], 60),
-    ("block_fwd", BLOCK + ["--compile", "true", "--mode", "fwd"], 60),
+    ("block_mb8", [*BLOCK[:9], "8", *BLOCK[10:], "--compile", "true"], 60),
     ("xl_eager", XL + ["--compile", "false", "--steps", "5"], 60),
     ("genslm_eager", G250 + ["--seq-len", "2048", "--micro-batch", "8", "--compile", "false", "--steps", "5"], 60),
+    ("block_fwd", BLOCK + ["--compile", "true", "--mode", "fwd"], 60),
     ("block_llama", BLOCK + ["--compile", "true", "--style", "llama", "--kv-heads", "8"], 60),
     ("fsdp", XL + ["--compile", "true", "--nproc", "2", "--parallel", "fsdp", "--timeout", "170"], 180),
     ("ddp_genslm", G250 + ["--seq-len", "2048", "--micro-batch", "8", "--compile", "true", "--nproc", "2",
                            "--parallel", "ddp", "--timeout", "170"], 180),
-    ("block_mb8", [*BLOCK[:9], "8", *BLOCK[10:], "--compile", "true"], 60),
     ("fp8", BLOCK + ["--compile", "true", "--precision", "fp8"], 90),
     ("ac", XL + ["--compile", "true", "--activation-checkpointing", "true", "--steps", "5"], 120),
 ]
+
+
+# With two GPUs, two lanes of one-GPU sections run side by side (one GPU each), then the
+# two-GPU sections; with one GPU, everything runs in order on it.
+LANES = (("block", "block_more", "sparsity", "block_mb8", "block_fwd", "block_llama", "fp8"),
+         ("xl", "genslm2048", "genslm10240", "grad_accum", "xl_eager", "genslm_eager", "ac"))
+TWO_GPU_RESERVE_S = 200
 
 
 def main() -> int:
@@ -71,29 +80,55 @@ def main() -> int:
                  ("NVSHMEM_DISABLE_NVLS", "1"), ("PYTHONUNBUFFERED", "1")):
         env.setdefault(k, v)
     ngpu = _gpus()
-    want = [s for s in a.sections.split(",") if s]
-    for name, args, limit in SECTIONS:
-        if want and name not in want:
-            continue
-        if "--nproc" in args and ngpu < int(args[args.index("--nproc") + 1]):
-            _say(log, f"## {name}: skipped, {ngpu} GPU(s) visible")
-            continue
-        left = t_end - time.monotonic()
+    want = [s for s in a.sections.split(",") if s] or [n for n, _, _ in SECTIONS]
+    spec = {n: (args, limit) for n, args, limit in SECTIONS}
+
+    def run(name: str, deadline: float, gpu: str | None = None) -> None:
+        args, limit = spec[name]
+        left = deadline - time.monotonic()
         if left < 30:
             _say(log, f"## {name}: skipped, budget spent")
-            continue
+            return
         cmd = [sys.executable, "-m", "llmbench.train", *args, "--device", a.device,
                "--results", str(results)]
-        _say(log, f"## {name}: {' '.join(cmd[2:])}")
+        e = dict(env)
+        if gpu is not None:
+            e["CUDA_VISIBLE_DEVICES"] = gpu
+        _say(log, f"## {name} (gpu {gpu or 'all'}): {' '.join(cmd[2:])}")
         t0 = time.monotonic()
+        # own process group: a timeout must also end torchrun's workers, which hold GPUs
+        proc = subprocess.Popen(cmd, env=e, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                text=True, start_new_session=True)
         try:
-            r = subprocess.run(cmd, env=env, capture_output=True, text=True,
-                               timeout=min(limit, left))
-            _say(log, (r.stdout + r.stderr)[-6000:])
-            _say(log, f"## {name}: exit {r.returncode} in {time.monotonic() - t0:.0f} s")
-        except subprocess.TimeoutExpired as e:
-            _say(log, f"## {name}: TIMEOUT after {time.monotonic() - t0:.0f} s; "
-                      f"{(e.stdout or b'')[-3000:]!r} {(e.stderr or b'')[-3000:]!r}")
+            text, _ = proc.communicate(timeout=min(limit, left))
+            _say(log, f"## {name}: exit {proc.returncode} in {time.monotonic() - t0:.0f} s\n"
+                      + text[-4000:])
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            text, _ = proc.communicate()
+            _say(log, f"## {name}: TIMEOUT after {time.monotonic() - t0:.0f} s\n" + text[-3000:])
+
+    one_gpu = [n for n in want if "--nproc" not in spec[n][0]]
+    two_gpu = [n for n in want if "--nproc" in spec[n][0]]
+    if ngpu >= 2 and one_gpu:
+        phase_end = t_end - (TWO_GPU_RESERVE_S if two_gpu else 0)
+        lanes = [[n for n in lane if n in one_gpu] for lane in LANES]
+        rest = [n for n in one_gpu if not any(n in lane for lane in LANES)]
+        lanes[0] += rest
+        threads = [threading.Thread(target=lambda names=names, g=str(i): [run(n, phase_end, g) for n in names])
+                   for i, names in enumerate(lanes)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    else:
+        for n in one_gpu:
+            run(n, t_end)
+    for n in two_gpu:
+        if ngpu < 2:
+            _say(log, f"## {n}: skipped, {ngpu} GPU(s) visible")
+        else:
+            run(n, t_end)
     table(results, log)
     with tarfile.open(a.out / "records.tgz", "w:gz") as tf:
         if results.exists():

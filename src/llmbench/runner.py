@@ -33,8 +33,9 @@ class SweepResult:
         return [r for r in self.records if r.status == "failed"]
 
 
-def validate(points: list[Point]) -> dict[str, ModelRef]:
-    """Everything that can be checked without running: engines, models, combinations."""
+def validate(points: list[Point], *, local_devices: bool = True) -> dict[str, ModelRef]:
+    """Everything that can be checked without running: engines, models, combinations.
+    local_devices=False leaves the GPU count to the caller (a Ray driver checks its cluster's)."""
     problems: list[tuple[str, str]] = []
     models: dict[str, ModelRef] = {}
     for name in sorted({p.model for p in points}):
@@ -44,7 +45,8 @@ def validate(points: list[Point]) -> dict[str, ModelRef]:
             problems.extend(e.problems)
         except (OSError, ValueError, RuntimeError) as e:  # e.g. '~nosuchuser/x', a NUL byte
             problems.append(("model", f"{name!r} cannot be resolved: {e}"))
-    problems.extend(_device_problems(points))
+    if local_devices:
+        problems.extend(device_problems(points, cuda_device_count))
     for b in sorted({p.backend for p in points}):
         try:
             require_installed(b)
@@ -84,22 +86,25 @@ def cuda_device_count() -> int:
     return n
 
 
-def _device_problems(points: list[Point]) -> list[tuple[str, str]]:
+def device_problems(points: list[Point], count: Callable[[], int],
+                    where: str = "") -> list[tuple[str, str]]:
+    """Points that need more CUDA devices than `count()` says are present (one host's, or the
+    largest Ray node's)."""
     problems: list[tuple[str, str]] = []
     cuda = [p for p in points if p.device.startswith("cuda")]
     if not cuda:
         return problems
-    n = cuda_device_count()
+    n = count()
     if n == 0:
-        return [("device", f"{cuda[0].device!r} asked for, but no CUDA device is present")]
+        return [("device", f"{cuda[0].device!r} asked for, but no CUDA device is present{where}")]
     for p in cuda:
         need = p.options.tensor_parallel * p.options.pipeline_parallel
         first = int(p.device.split(":")[1]) if ":" in p.device else 0
         if first + need > n:
-            where = f"from {p.device} " if ":" in p.device else ""
+            frm = f"from {p.device} " if ":" in p.device else ""
             prob = ("options.tensor_parallel",
-                    f"tensor_parallel x pipeline_parallel = {need} device(s) {where}but only {n} "
-                    f"CUDA device(s) are present")
+                    f"tensor_parallel x pipeline_parallel = {need} device(s) {frm}but only {n} "
+                    f"CUDA device(s) are present{where}")
             if prob not in problems:
                 problems.append(prob)
     return problems

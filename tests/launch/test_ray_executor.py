@@ -42,3 +42,15 @@ def test_ray_sweep_on_a_local_cluster(tmp_path):
                 env_extra={"RAY_ADDRESS": "", "RAY_AUTH_MODE": "disabled"})
     assert r.returncode == 0, r.stderr[-3000:]
     assert sorted(d["point_key"] for d in stored(res) if d["status"] == "ok") == sorted(k)
+
+
+def test_devices_are_checked_against_the_largest_node():
+    from llmbench.runner import device_problems
+
+    p = Point(backend="vllm", model="llama-3-8b", device="cuda",
+              options=EngineOptions(tensor_parallel=4, pipeline_parallel=2))
+    where = " on any one node of the Ray cluster"
+    assert device_problems([p], lambda: 8, where) == []
+    [(field, msg)] = device_problems([p], lambda: 4, where)
+    assert field == "options.tensor_parallel" and "= 8 device(s) but only 4" in msg and msg.endswith(where)
+    assert device_problems([p], lambda: 0, where)[0][0] == "device"

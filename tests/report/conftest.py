@@ -5,8 +5,6 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-pytest.importorskip("plotly", reason="the dashboard extra is not installed")
-pytest.importorskip("pandas", reason="the dashboard extra is not installed")
 
 
 @pytest.fixture(scope="session")

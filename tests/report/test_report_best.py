@@ -1,7 +1,11 @@
-import numpy as np
 import pytest
 
-from llmbench.report import data as data_mod
+pytest.importorskip("plotly", reason="the dashboard extra (plotly, pandas) is not installed")
+pytest.importorskip("pandas", reason="the dashboard extra (plotly, pandas) is not installed")
+
+import numpy as np  # noqa: E402
+
+from llmbench.report import data as data_mod  # noqa: E402
 from llmbench.report.best import BestQuery, find_best, pareto_mask, table_rows
 
 

@@ -5,6 +5,10 @@ import subprocess
 import sys
 
 import pytest
+
+pytest.importorskip("plotly", reason="the dashboard extra (plotly, pandas) is not installed")
+pytest.importorskip("pandas", reason="the dashboard extra (plotly, pandas) is not installed")
+
 from report_browser import PLOT_DATA_JS, artifact, launch
 
 pytestmark = pytest.mark.browser

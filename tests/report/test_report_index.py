@@ -1,10 +1,19 @@
 import os
 import time
 
+import pytest
+
 from report_records import own_records, reference_records
 
 from llmbench.store.index import INDEX_NAME, load_index, signature
 from llmbench.store.store import Store
+
+
+def _age(root, seconds=3600):
+    """Move every directory's mtime into the past: settled, as a store is between writes."""
+    t = time.time_ns() - seconds * 1_000_000_000
+    for d in [root, *[p for p in root.rglob("*") if p.is_dir()]]:
+        os.utime(d, ns=(t, t))
 
 
 def _rows_by_path(idx):
@@ -15,6 +24,7 @@ def test_index_matches_store_rows_and_is_cached(tmp_path):
     store = Store(tmp_path)
     for r in reference_records()[:20] + own_records()[:5]:
         store.write(r)
+    _age(tmp_path)
     idx = load_index(tmp_path)
     assert (tmp_path / INDEX_NAME).exists()
     want = {r["path"]: r for r in store.rows()}
@@ -28,6 +38,17 @@ def test_index_matches_store_rows_and_is_cached(tmp_path):
     assert "total_throughput_tok_s" in idx.metrics and "batch_size" in idx.workload
     again = load_index(tmp_path)  # no change: served from the Parquet file
     assert again.table.num_rows == 25 and again.signature == idx.signature == signature(tmp_path)
+
+
+def test_recently_changed_dirs_are_listed_again(tmp_path):
+    """A write within the file system's mtime granularity must not hide behind an equal mtime."""
+    store = Store(tmp_path)
+    p = store.write(reference_records()[0])
+    load_index(tmp_path)
+    st = os.stat(p.parent)
+    store.write(reference_records()[1])
+    os.utime(p.parent, ns=(st.st_atime_ns, st.st_mtime_ns))  # as if in the same mtime tick
+    assert load_index(tmp_path).table.num_rows == 2
 
 
 def test_index_sees_added_replaced_and_removed_records(tmp_path):
@@ -69,7 +90,8 @@ def test_mixed_type_field_and_bad_json(tmp_path):
     store.write(a)
     store.write(b)
     (tmp_path / "ref-lib" / "broken.json").write_text("{not json")
-    idx = load_index(tmp_path)
+    with pytest.warns(UserWarning, match="unreadable record"):
+        idx = load_index(tmp_path)
     assert idx.table.num_rows == 2
     assert sorted(idx.table.column("kv_cache_dtype").to_pylist()) == ["8", "auto"]
 

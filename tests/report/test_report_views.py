@@ -1,10 +1,14 @@
 import math
 
-import numpy as np
-import pandas as pd
 import pytest
 
-from llmbench.report import data as data_mod
+pytest.importorskip("plotly", reason="the dashboard extra (plotly, pandas) is not installed")
+pytest.importorskip("pandas", reason="the dashboard extra (plotly, pandas) is not installed")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from llmbench.report import data as data_mod  # noqa: E402
 from llmbench.report import views
 from llmbench.report.aggregate import aggregate
 from llmbench.report.figures import log_ticks
@@ -120,6 +124,7 @@ def test_distributions_read_raw_samples(data):
                                                filters={"source": ["own"], "batch_size": [4]}))
     assert set(info["series"]) == {"cpu-2core · llamacpp", "cpu-2core · transformers"}
     assert (info["samples"] == 2 * 3 * 4 * 31).all()  # 2 runs x 3 repeats x 4 requests x 31 gaps
+    assert fig.layout["xaxis"]["type"] == "log" and fig.layout["xaxis"]["title"]["text"]
     ys = fig.data[0]["y"]
     assert ys[-1] == 1.0 and all(a <= b for a, b in zip(ys, ys[1:]))
 

@@ -110,6 +110,9 @@ class VllmBackend(Backend):
         """Engine settings vLLM reads from the environment, set before its processes start."""
         self._env_before = dict(os.environ)
         o = self.options
+        # vLLM configures its logging when first imported; INFO lines every few seconds from
+        # three processes would bury the progress display. The user's own setting wins.
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
         if not o.multiprocessing:
             os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
         if self.point.device == "cpu":
@@ -226,7 +229,7 @@ class VllmBackend(Backend):
         llm = getattr(self, "llm", None)
         if llm is not None:
             try:
-                llm.llm_engine.engine_core.shutdown()
+                llm.llm_engine.engine_core.shutdown(timeout=15)
             finally:
                 self.llm = self.engine = None
                 del llm

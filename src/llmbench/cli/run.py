@@ -48,7 +48,10 @@ def run(
     run_id: Optional[str] = typer.Option(None, "--run-id",
                                          help="record under this run id (e.g. one per job array)"),
 ) -> None:
-    """Run an inference sweep (default: SmolLM2-135M on this CPU, every installed engine)."""
+    """Run an inference sweep (default: SmolLM2-135M on this CPU, every installed engine).
+
+    Exit status: 0 every point ok; 3 finished, but some points failed (their records say
+    why); 2 bad input (nothing ran). See docs/clusters.md."""
     from llmbench.backends import available_backends
 
     ov: dict = {}

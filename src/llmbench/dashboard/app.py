@@ -59,35 +59,76 @@ def _control(label: str, child) -> html.Div:
     return html.Div([html.Label(label, className="ctl-label"), child], className="ctl")
 
 
-def _explore_layout(data: Data) -> html.Div:
+def view_state(data: Data, view_key: str, fields: list[str]) -> dict[str, Any]:
+    """The controls a view opens with: axes, colour, log axes, pinned filters, help line."""
+    view = views.VIEWS[view_key]
+    rows = views.view_rows(data, view)
+    x, y = views.default_x(data, view, rows), views.default_y(data, view, rows)
+    xs = list(dict.fromkeys([x, *views.x_options(data)]))
+    ys = list(dict.fromkeys([y, *views.y_options(data)]))
+    color, pins = views.default_choice(data, view, x, y, df=rows)
+    colors = list(dict.fromkeys([color, view.color, "system", "hardware", "engine", "source",
+                                 *views.x_options(data)]))
+    help_ = view.help + (" Pinned to the most measured slice: " +
+                         ", ".join(f"{k} = {', '.join(_fmt_value(v) for v in vs)}"
+                                   for k, vs in pins.items()) + " (widen in the filters)."
+                         if pins else "")
+    return {"x_options": _field_options(xs), "x": x, "y_options": _field_options(ys), "y": y,
+            "color_options": _field_options(colors), "color": color,
+            "log": [a for a, on in (("x", view.log_x), ("y", view.log_y)) if on],
+            "filters": [pins.get(f, []) for f in fields], "help": help_}
+
+
+def figure_state(data: Data, view_key: str, x, y, stat, color, log, filters: dict) -> tuple:
+    """The figure (a dict), the status line and the points table for the current controls."""
+    log = log or []
+    ch = views.Choice(view=view_key, x=x, y=y, stat=stat or "mean", color=color,
+                      log_x="x" in log, log_y="y" in log, filters=filters)
+    fig, pts = views.build(data, ch, height=600)
+    meta = fig.meta
+    failed = int((data.df["status"] != "ok").sum()) if not data.df.empty else 0
+    status = (f"{meta.get('records', len(pts)):,} records → {meta.get('points', len(pts)):,} points"
+              + (f" in {meta['series']} series" if "series" in meta else "")
+              + (f" · {failed} failed/skipped record(s) not plotted" if failed else ""))
+    return fig.to_dict(), status, _table(_points_rows(pts), "points-table")
+
+
+def _explore_layout(data: Data, view_key: str = "batch") -> html.Div:
+    """Built with the first view already computed, so the first render needs no callback."""
     fields = data.filter_fields()
+    st = view_state(data, view_key, fields)
+    fig, status, _ = figure_state(data, view_key, st["x"], st["y"], "mean", st["color"],
+                                  st["log"], {f: v for f, v in zip(fields, st["filters"]) if v})
     filters = [_control(figures.label(f) if f in figures.LABELS else f.replace("_", " "),
                         dcc.Dropdown(id={"type": "filter", "field": f}, multi=True,
                                      options=filter_options(data, f), placeholder="all",
-                                     className="filter"))
-               for f in fields]
+                                     value=v, className="filter"))
+               for f, v in zip(fields, st["filters"])]
     side = html.Div([
-        _control("View", dcc.Dropdown(id="view", clearable=False, value="batch",
+        _control("View", dcc.Dropdown(id="view", clearable=False, value=view_key,
                                       options=[{"label": v.title, "value": k}
                                                for k, v in views.VIEWS.items()])),
-        html.Div([_control("x", dcc.Dropdown(id="x", clearable=False)),
-                  _control("colour", dcc.Dropdown(id="color", clearable=False))], className="row2"),
-        _control("y", dcc.Dropdown(id="y", clearable=False)),
+        html.Div([_control("x", dcc.Dropdown(id="x", clearable=False, options=st["x_options"],
+                                             value=st["x"])),
+                  _control("colour", dcc.Dropdown(id="color", clearable=False,
+                                                  options=st["color_options"], value=st["color"]))],
+                 className="row2"),
+        _control("y", dcc.Dropdown(id="y", clearable=False, options=st["y_options"], value=st["y"])),
         html.Div([_control("statistic", dcc.Dropdown(id="stat", clearable=False, value="mean",
                                                      options=_options(STATS))),
-                  _control("axes", dcc.Checklist(id="log", inline=True, options=[
+                  _control("axes", dcc.Checklist(id="log", inline=True, value=st["log"], options=[
                       {"label": " log x", "value": "x"}, {"label": " log y", "value": "y"}]))],
                  className="row2"),
         html.H4("Filters", className="side-h"),
         html.Div(filters, id="filters"),
     ], className="side")
     main = html.Div([
-        html.Div(id="view-help", className="help"),
-        dcc.Loading(dcc.Graph(id="graph", config=GRAPH_CONFIG, style={"height": "600px"}),
+        html.Div(st["help"], id="view-help", className="help"),
+        dcc.Loading(dcc.Graph(id="graph", figure=fig, config=GRAPH_CONFIG, style={"height": "600px"}),
                     type="dot", delay_show=400),
-        html.Div(id="status", className="status"),
+        html.Div(status, id="status", className="status"),
         html.Details([html.Summary("Points behind the figure"), html.Div(id="points")],
-                     className="points"),
+                     id="points-open", className="points"),
     ], className="main")
     return html.Div([side, main], className="explore")
 
@@ -167,7 +208,6 @@ def create_app(results: Path | str, poll_s: float = 10.0) -> dash.Dash:
     app = dash.Dash(__name__, title="llmbench dashboard", update_title=None,
                     suppress_callback_exceptions=True, serve_locally=True)
     app.index_string = INDEX.replace("%%CSS%%", CSS)
-    data0 = source.data
 
     def header(data: Data) -> list:
         c = data.counts()
@@ -175,19 +215,24 @@ def create_app(results: Path | str, poll_s: float = 10.0) -> dash.Dash:
                 html.Span(f"{c['own']:,} own", className="pill own"),
                 html.Span(f"{c['reference']:,} reference", className="pill ref")]
 
-    app.layout = html.Div([
-        html.Header([html.Div([html.H1("llmbench"), html.Span(str(Path(results)), className="path")]),
-                     html.Div(header(data0), id="counts", className="counts")]),
-        dcc.Tabs(id="tabs", value="explore", className="tabs", style={"height": "42px"},
-                 children=[
-            dcc.Tab(label="Explore", value="explore", children=_explore_layout(data0),
-                    style=TAB, selected_style=TAB_ON),
-            dcc.Tab(label="Best configuration", value="best", children=_best_layout(data0),
-                    style=TAB, selected_style=TAB_ON),
-        ]),
-        dcc.Interval(id="tick", interval=int(poll_s * 1000)),
-        dcc.Store(id="version", data=0),
-    ])
+    def layout():
+        source.refresh()
+        data = source.data
+        return html.Div([
+            html.Header([html.Div([html.H1("llmbench"), html.Span(str(Path(results)), className="path")]),
+                         html.Div(header(data), id="counts", className="counts")]),
+            dcc.Tabs(id="tabs", value="explore", className="tabs", style={"height": "42px"},
+                     children=[
+                dcc.Tab(label="Explore", value="explore", children=_explore_layout(data),
+                        style=TAB, selected_style=TAB_ON),
+                dcc.Tab(label="Best configuration", value="best", children=_best_layout(data),
+                        style=TAB, selected_style=TAB_ON),
+            ]),
+            dcc.Interval(id="tick", interval=int(poll_s * 1000)),
+            dcc.Store(id="version", data=source.version),
+        ])
+
+    app.layout = layout
 
     @app.callback(Output("version", "data"), Output("counts", "children"),
                   Input("tick", "n_intervals"), prevent_initial_call=True)
@@ -206,44 +251,24 @@ def create_app(results: Path | str, poll_s: float = 10.0) -> dash.Dash:
         Output("x", "options"), Output("x", "value"), Output("y", "options"), Output("y", "value"),
         Output("color", "options"), Output("color", "value"), Output("log", "value"),
         Output({"type": "filter", "field": ALL}, "value"), Output("view-help", "children"),
-        Input("view", "value"), State({"type": "filter", "field": ALL}, "id"))
+        Input("view", "value"), State({"type": "filter", "field": ALL}, "id"),
+        prevent_initial_call=True)
     def _on_view(view_key, ids):
-        data = source.data
-        view = views.VIEWS[view_key]
-        rows = views.view_rows(data, view)
-        x, y = views.default_x(data, view, rows), views.default_y(data, view, rows)
-        xs = list(dict.fromkeys([x, *views.x_options(data)]))
-        ys = list(dict.fromkeys([y, *views.y_options(data)]))
-        colors = list(dict.fromkeys([view.color, "system", "hardware", "engine", "source",
-                                     *views.x_options(data)]))
-        color, pins = views.default_choice(data, view, x, y, df=rows)
-        logs = [a for a, on in (("x", view.log_x), ("y", view.log_y)) if on]
-        help_ = view.help + (" Pinned to the most measured slice: " +
-                             ", ".join(f"{k} = {', '.join(_fmt_value(v) for v in vs)}"
-                                       for k, vs in pins.items()) + " (widen in the filters)."
-                             if pins else "")
-        return (_field_options(xs), x, _field_options(ys), y, _field_options(colors), color,
-                logs, [pins.get(i["field"], []) for i in ids], help_)
+        st = view_state(source.data, view_key, [i["field"] for i in ids])
+        return (st["x_options"], st["x"], st["y_options"], st["y"], st["color_options"],
+                st["color"], st["log"], st["filters"], st["help"])
 
     @app.callback(
         Output("graph", "figure"), Output("status", "children"), Output("points", "children"),
         Input("x", "value"), Input("y", "value"), Input("stat", "value"), Input("color", "value"),
         Input("log", "value"), Input({"type": "filter", "field": ALL}, "value"),
-        Input("version", "data"), State("view", "value"),
-        State({"type": "filter", "field": ALL}, "id"))
-    def _figure(x, y, stat, color, log, fvals, _v, view_key, ids):
-        data = source.data
-        log = log or []
+        Input("version", "data"), Input("points-open", "open"), State("view", "value"),
+        State({"type": "filter", "field": ALL}, "id"), prevent_initial_call=True)
+    def _figure(x, y, stat, color, log, fvals, _v, points_open, view_key, ids):
         filters = {i["field"]: v for i, v in zip(ids, fvals) if v}
-        ch = views.Choice(view=view_key, x=x, y=y, stat=stat or "mean", color=color,
-                          log_x="x" in log, log_y="y" in log, filters=filters)
-        fig, pts = views.build(data, ch, height=600)
-        meta = fig.meta
-        failed = int((data.df["status"] != "ok").sum()) if not data.df.empty else 0
-        status = (f"{meta.get('records', len(pts)):,} records → {meta.get('points', len(pts)):,} points"
-                  + (f" in {meta['series']} series" if "series" in meta else "")
-                  + (f" · {failed} failed/skipped record(s) not plotted" if failed else ""))
-        return fig.to_dict(), status, _table(_points_rows(pts), "points-table")
+        fig, status, points = figure_state(source.data, view_key, x, y, stat, color, log, filters)
+        # The table is built only while shown: a closed one would still cost a React render.
+        return fig, status, points if points_open else None
 
     @app.callback(
         Output("b-graph", "figure"), Output("b-table", "children"), Output("b-notes", "children"),

@@ -54,6 +54,7 @@ def run_group_isolated(group: list[Point], models: dict[str, ModelRef], run_id: 
     workers do."""
     records: list[Record] = []
     remaining = list(group)
+    before = existing(store, run_id)
     while remaining:
         outcome = _Worker(remaining, run_id, store, say).supervise()
         records.extend(outcome.records)
@@ -65,7 +66,7 @@ def run_group_isolated(group: list[Point], models: dict[str, ModelRef], run_id: 
             else:
                 break
         for p in outcome.blame:
-            rec = _stored(store, run_id, p)
+            rec = stored_since(store, run_id, p, before)
             if rec is None:
                 rec = failed_record(p, run_id, models[p.model], outcome.cause)
                 store.write(rec)
@@ -76,9 +77,16 @@ def run_group_isolated(group: list[Point], models: dict[str, ModelRef], run_id: 
     return records
 
 
-def _stored(store: Store, run_id: str, p: Point) -> Record | None:
-    """The record a worker wrote for `p` just before it died, if it got that far."""
+def existing(store: Store, run_id: str) -> set[Path]:
+    return set((store.root / run_id).glob("*.json"))
+
+
+def stored_since(store: Store, run_id: str, p: Point, before: set[Path]) -> Record | None:
+    """The record a worker wrote for `p` just before it died, if it got that far (records
+    that were there before, e.g. an earlier failure of the same --run-id, do not count)."""
     for path in sorted((store.root / run_id).glob(f"*-{p.key}-*.json")):
+        if path in before:
+            continue
         try:
             return Record.model_validate_json(path.read_text())
         except (OSError, ValueError):

@@ -17,8 +17,9 @@ import os
 from pathlib import Path
 
 from llmbench.errors import SpecError
-from llmbench.launch.isolated import Progress, _stored
-from llmbench.runner import SweepResult, failed_record, group_points, pending, validate
+from llmbench.launch.isolated import Progress, existing, stored_since
+from llmbench.runner import (SweepResult, device_problems, failed_record, group_points, pending,
+                             validate)
 from llmbench.spec import Point, SweepSpec
 from llmbench.store import Record, Store, new_run_id
 
@@ -33,7 +34,7 @@ def run_sweep_ray(spec: SweepSpec, results: Path, *, resume: bool = False,
         raise SpecError([("--executor ray", "needs the Python package 'ray', which is not "
                           "installed (pip install 'llmbench[ray]')")]) from None
     points = points if points is not None else spec.points()
-    models = validate(points)
+    models = validate(points, local_devices=False)  # the GPUs that count are the cluster's
     store = Store(Path(results).resolve())  # the path every node opens: absolute
     result = SweepResult(run_id or new_run_id(), store.root)
     points, result.skipped = pending(points, store, resume=resume, redo_failed=redo_failed)
@@ -42,8 +43,13 @@ def run_sweep_ray(spec: SweepSpec, results: Path, *, resume: bool = False,
     if not groups:
         return result
 
+    before = existing(store, result.run_id)
     _connect(ray, address)
     try:
+        problems = device_problems(points, lambda: _largest_node_gpus(ray),
+                                   where=" on any one node of the Ray cluster")
+        if problems:
+            raise SpecError(problems)
         task = ray.remote(_run_group_task)
         running = {}
         for group in groups:
@@ -65,7 +71,7 @@ def run_sweep_ray(spec: SweepSpec, results: Path, *, resume: bool = False,
                 cause = f"ray task failed: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
                 got = []
                 for p in group:
-                    rec = _stored(store, result.run_id, p)
+                    rec = stored_since(store, result.run_id, p, before)
                     if rec is None:
                         rec = failed_record(p, result.run_id, models[p.model], cause)
                         store.write(rec)
@@ -83,6 +89,12 @@ def resources(p: Point) -> dict:
     """What a group's task asks Ray for: its devices (every GPU of its parallel layout)."""
     gpus = p.options.tensor_parallel * p.options.pipeline_parallel if p.device.startswith("cuda") else 0
     return {"num_cpus": 1, "num_gpus": gpus}
+
+
+def _largest_node_gpus(ray) -> int:
+    """A task runs on one node: the most GPUs any live node has."""
+    return int(max((n.get("Resources", {}).get("GPU", 0) for n in ray.nodes() if n.get("Alive")),
+                   default=0))
 
 
 def _connect(ray, address: str | None) -> None:
@@ -104,10 +116,6 @@ def _run_group_task(point_docs: list[dict], run_id: str, results: str) -> list[d
     from llmbench.models.sources import resolve
 
     points = [Point.model_validate(d) for d in point_docs]
-    store = Store(results)
-    todo = [p for p in points if _stored(store, run_id, p) is None]
     models = {name: resolve(name) for name in {p.model for p in points}}
-    recs = run_group_isolated(todo, models, run_id, store, lambda *a: None) if todo else []
-    have = {r.point_key for r in recs}
-    recs += [r for p in points if p.key not in have and (r := _stored(store, run_id, p))]
+    recs = run_group_isolated(points, models, run_id, Store(results), lambda *a: None)
     return [r.model_dump(mode="json") for r in recs]

@@ -28,7 +28,9 @@ from llmbench.store.store import STATS
 NOT_CONFIG = {"run_id", "created_at", "status", "error", "path", "_mtime_ns", "_size",
               "point_key", "backend_version", "roofline_binding_resource", "repeats", "warmups",
               "source_file", "source_row", "text", "source", "duplicate_config", "context_overflow",
-              "ttft_definition", "sources", "in_files", "source_files"}
+              "ttft_definition", "sources", "in_files", "source_files",
+              # training: counts derived from the configuration, never swept themselves
+              "steps", "flop_params", "flops_per_token", "tokens_per_step"}
 IDENTITY = ["source", "kind", "hardware", "hardware_count", "backend", "model"]
 DERIVED = ["system", "engine", "parallelism", "dtype", "model_params_b"]
 

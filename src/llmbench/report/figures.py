@@ -262,6 +262,10 @@ def xy_figure(agg: Aggregated, x: str, metric: str, stat: str = "mean", title: s
             fig.add_trace("scatter", **dict(x=p["x"], y=y0 * p["x"] / x0, mode="lines", legendgroup=s,
                                      showlegend=False, hoverinfo="skip",
                                      line=dict(color=c, width=1, dash="dashdot")))
+    if ideal_scaling and not categorical:
+        fig.add_trace("scatter", **dict(x=[None], y=[None], mode="lines",
+                                        name="ideal linear scaling (dash-dot)",
+                                        line=dict(color="#555", dash="dashdot", width=1)))
     if has_bound:
         fig.add_trace("scatter", **dict(x=[None], y=[None], mode="lines", legendgroup="bound",
                                         name="roofline bound (dotted; click to toggle)",

@@ -72,13 +72,16 @@ def _view_blocks(d: data_mod.Data, source: str) -> list[_Block]:
         if view.plot == "ecdf" and len(pts) == 0:
             continue
         blocks.append(_Block(f"{source}-{key}", view.title, _pins_text(pins) or view.help, fig))
-        if view.plot == "ecdf":  # TTFT first; add the ITL and E2E distributions next to it
-            for m in ("itl_s", "e2e_s"):
-                if m != y and f"{m}_mean" in rows.columns and rows[f"{m}_mean"].notna().any():
-                    f2, _ = views.build(d, views.Choice(view=key, y=m, filters=ch.filters), height=460,
-                                        title=f"Distribution of {figures.label(m).split(' (')[0].lower()}")
-                    blocks.append(_Block(f"{source}-{key}-{m}", f2.title,
-                                         _pins_text(pins), f2))
+        for m in view.also:  # e.g. ITL and E2E beside TTFT; MFU and scaling beside TFLOP/s
+            col = views.value_column(rows, m, "mean")
+            if m == y or col not in rows.columns or not rows[col].notna().any():
+                continue
+            t2 = f"Distribution of {figures.label(m).split(' (')[0].lower()}" \
+                if view.plot == "ecdf" else \
+                f"{figures.label(m).split(' (')[0]} vs {figures.label(x).split(' (')[0].lower()}"
+            f2, _ = views.build(d, views.Choice(view=key, x=x, y=m, color=color, filters=ch.filters),
+                                height=460 if view.plot == "ecdf" else 500, title=t2)
+            blocks.append(_Block(f"{source}-{key}-{m}", f2.title, _pins_text(pins), f2))
     return blocks
 
 

@@ -31,6 +31,7 @@ class View:
     pin: bool = True              # pin other varying fields to their most common value
     ideal_scaling: bool = False
     help: str = ""
+    also: tuple[str, ...] = ()    # further y metrics the report draws when they have data
 
 
 THROUGHPUT = ("total_throughput_tok_s", "output_throughput_tok_s", "tokens_per_s")
@@ -53,9 +54,11 @@ VIEWS: dict[str, View] = {v.key: v for v in [
     View("perplexity", "Perplexity by model", ("model",), ("perplexity",)),
     View("distributions", "TTFT / ITL / E2E distributions", ("system",),
          ("ttft_s", "itl_s", "e2e_s", "tpot_s"), plot="ecdf", log_x=True,
-         kinds=("serving", "inference", "reference")),
+         kinds=("serving", "inference", "reference"), also=("itl_s", "e2e_s")),
     View("training", "Training TFLOP/s, MFU and scaling", ("hardware_count", "seq_len", "micro_batch"),
-         ("tflops", "mfu", "tokens_per_s"), color="model", kinds=("training",), ideal_scaling=True),
+         ("tflops", "mfu", "tokens_per_s", "scaling_efficiency"), color="model",
+         kinds=("training",), ideal_scaling=True,
+         also=("mfu", "tokens_per_s", "scaling_efficiency")),
     View("efficiency", "Efficiency against the roofline", ("hardware",), EFFICIENCY, color="engine",
          plot="strip", pin=False, log_y=True,
          help="One dot per configuration, coloured by engine ('(own)': llmbench's measurements); "

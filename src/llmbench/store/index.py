@@ -16,6 +16,7 @@ import hashlib
 import json
 import os
 import tempfile
+import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -167,6 +168,16 @@ def _load_cached(path: Path) -> Index | None:
         return None
 
 
+# A directory changed this recently may change again within its file system's mtime
+# granularity (1-2 s on some) without its mtime moving: saved as unknown, it is listed again.
+_FRESH_NS = 2_000_000_000
+
+
+def _settled(dirs: dict[str, int]) -> dict[str, int]:
+    now = time.time_ns()
+    return {d: (m if now - m > _FRESH_NS else -1) for d, m in dirs.items()}
+
+
 def _save(idx: Index, path: Path) -> None:
     meta = {"version": INDEX_VERSION, "metrics": idx.metrics, "workload": idx.workload,
             "dirs": idx.dirs, "top": [[p, m, s] for p, (m, s) in idx.top.items()]}
@@ -222,7 +233,7 @@ def load_index(root: Path | str, full_check: bool = False, save: bool = True) ->
     else:
         base = _table_from_rows([])
     table = _concat(base, _table_from_rows(new_rows))
-    idx = Index(table, sorted(metrics), sorted(workload), dirs, top)
+    idx = Index(table, sorted(metrics), sorted(workload), _settled(dirs), top)
     if save:
         _save(idx, cache)
     return idx
