@@ -91,9 +91,11 @@ def main() -> int:
     print(f"fault soak: {len(points)} points, {len(plan)} injected faults "
           f"({', '.join(f'{n} {k}' for k, n in sorted(Counter(plan.values()).items()))}), "
           f"timeout_s={args.timeout:g}, seed={args.seed}")
-    print(f"exit status {r.returncode} (3 = partial success expected); wall {wall:.1f} s")
+    print(f"exit status {r.returncode} (3 = partial success expected); wall {wall:.1f} s "
+          f"({wall / len(points):.2f} s per point, engine loads and worker restarts included)")
     print(f"completed {completed}  failed {failed}  lost {lost}")
-    causes = Counter(d["error"].split(";")[0].split(" after ")[0][:60] for d in docs if d["status"] == "failed")
+    causes = Counter((d["error"] or "").splitlines()[0].split(";")[0].split(" after ")[0][:70]
+                     for d in docs if d["status"] == "failed")
     for c, n in causes.most_common():
         print(f"  {n:3d}  {c}")
     if wrong_cause:

@@ -53,6 +53,15 @@ SECTIONS: list[tuple[str, list[str], int]] = [
     ("ddp_genslm", G250 + ["--seq-len", "2048", "--micro-batch", "8", "--compile", "true", "--nproc", "2",
                            "--parallel", "ddp", "--timeout", "170"], 180),
     ("fp8", BLOCK + ["--compile", "true", "--precision", "fp8"], 90),
+    # second call: GenSLM 2.5B over 1 -> 2 GPUs (issue 8), gradient accumulation under DDP
+    ("genslm2.5b", ["--workload", "genslm", "--size", "2.5b", "--seq-len", "2048", "--micro-batch", "4",
+                    "--compile", "true", "--steps", "6", "--warmup", "2"], 150),
+    ("xl_ga4", XL + ["--compile", "true", "--grad-accum", "4", "--steps", "4"], 150),
+    ("genslm2.5b_2gpu", ["--workload", "genslm", "--size", "2.5b", "--seq-len", "2048", "--micro-batch", "4",
+                         "--compile", "true", "--steps", "6", "--warmup", "2", "--nproc", "2",
+                         "--parallel", "ddp,fsdp", "--timeout", "150"], 200),
+    ("xl_ga4_ddp", XL + ["--compile", "true", "--grad-accum", "4", "--steps", "4", "--nproc", "2",
+                         "--parallel", "ddp", "--timeout", "150"], 160),
     ("ac", XL + ["--compile", "true", "--activation-checkpointing", "true", "--steps", "5"], 120),
 ]
 
@@ -70,6 +79,8 @@ def main() -> int:
     ap.add_argument("--budget-s", type=float, default=500)
     ap.add_argument("--sections", default="", help="comma list; default all, in order")
     ap.add_argument("--device", default="cuda")
+    ap.add_argument("--two-gpu-reserve-s", type=float, default=TWO_GPU_RESERVE_S,
+                    help="time kept for the two-GPU sections after the one-GPU lanes")
     a = ap.parse_args()
     t_end = time.monotonic() + a.budget_s
     a.out.mkdir(parents=True, exist_ok=True)
@@ -111,10 +122,11 @@ def main() -> int:
     one_gpu = [n for n in want if "--nproc" not in spec[n][0]]
     two_gpu = [n for n in want if "--nproc" in spec[n][0]]
     if ngpu >= 2 and one_gpu:
-        phase_end = t_end - (TWO_GPU_RESERVE_S if two_gpu else 0)
+        phase_end = t_end - (a.two_gpu_reserve_s if two_gpu else 0)
         lanes = [[n for n in lane if n in one_gpu] for lane in LANES]
         rest = [n for n in one_gpu if not any(n in lane for lane in LANES)]
-        lanes[0] += rest
+        for i, n in enumerate(rest):
+            lanes[i % len(lanes)].append(n)
         threads = [threading.Thread(target=lambda names=names, g=str(i): [run(n, phase_end, g) for n in names])
                    for i, names in enumerate(lanes)]
         for t in threads:

@@ -52,11 +52,12 @@ def sweep(tmp_path_factory):
 
     left = [p for p in psutil.Process().children(recursive=True)
             if p.pid not in children_before and not _is_resource_tracker(p)]
-    changed = sorted(k for k in set(os.environ) | set(env_before) if os.environ.get(k) != env_before.get(k))
+    changed = sorted(k for k in set(os.environ) | set(env_before)
+                     if os.environ.get(k) != env_before.get(k))
     docs = sorted((json.loads(p.read_text()) for p in out.rglob("*.json")),
                   key=lambda d: d["workload"]["batch_size"])
-    return {"code": e.value.code, "records": docs, "left": [(p.pid, p.name(), " ".join(p.cmdline())) for p in left],
-            "env_changed": changed}
+    return {"code": e.value.code, "records": docs, "env_changed": changed,
+            "left": [(p.pid, p.name(), " ".join(p.cmdline())) for p in left]}
 
 
 @pytest.mark.engine

@@ -139,3 +139,18 @@ def test_every_request_failing_marks_the_record_failed(tmp_path, capsys):
 def test_bad_input_exits_2_naming_the_field(argv, field, tmp_path, capsys):
     code, text = serve([*argv, "--results", str(tmp_path)], capsys)
     assert code == 2 and field in text and "Traceback" not in text
+
+
+def test_duration_mode_and_length_distributions(tmp_path, capsys):
+    with FaultServer(["usage"], ttft_s=0.01, itl_s=0.002) as s:
+        code, text = serve([s.url, "-c", "2", "--duration", "0.6", "--input-len", "uniform:8:40",
+                            "--output-len", "normal:6:2", "--shared-prefix", "0.25",
+                            "--results", str(tmp_path)], capsys)
+        asked = [b["max_tokens"] for b in s.bodies]
+    assert code == 0, text
+    (r,) = records(tmp_path)
+    w = r.workload
+    assert w["duration_s"] == 0.6 and w["num_prompts"] is None and w["requests_sent"] >= 4
+    assert w["input_len_dist"] == "uniform:8:40" and w["output_len_dist"] == "normal:6:2"
+    assert len(set(asked)) > 1 and r.serving["short_outputs"] == 0
+    assert r.metrics["ttft_s"].n == w["requests_sent"]

@@ -37,8 +37,8 @@ def page(fixture_store):
         errors = []
         pg.on("pageerror", lambda e: errors.append(str(e)))
         pg.goto(url)
-        pg.wait_for_selector("#graph .main-svg")
-        pg.wait_for_function("document.querySelector('#status').innerText.includes('points')")
+        pg.wait_for_function("(document.querySelector('#graph .js-plotly-plot') || {}).data")
+        pg.wait_for_function("(document.querySelector('#status') || {innerText: ''}).innerText.includes('points')")
         pg.errors = errors
         yield pg
         browser.close()

@@ -28,7 +28,8 @@ def test_dashboard_over_the_imported_published_data(tmp_path):
         browser = launch(pw)
         pg = browser.new_page(viewport={"width": 1440, "height": 950})
         pg.goto(url)
-        pg.wait_for_function("document.querySelector('#status').innerText.includes('points')")
+        pg.wait_for_function("(document.querySelector('#status') || {innerText: ''}).innerText.includes('points')")
+        pg.wait_for_function("(document.querySelector('#graph .js-plotly-plot') || {}).data")
         data = pg.evaluate(PLOT_DATA_JS, "#graph .js-plotly-plot")
         assert sum(len(t["x"]) for t in data if t["x"]) >= 10
         assert "reference" in pg.locator("#counts").inner_text()

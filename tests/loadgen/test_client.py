@@ -119,3 +119,15 @@ def test_events_in_one_read_are_one_chunk_whose_gap_is_split():
     tl = interpret(r, 0.0, SPEC).timeline
     assert tl.events == [(1.0, 1), (1.3, 3), (1.4, 1)]
     assert tl.itl_s() == pytest.approx([0.1, 0.1, 0.1, 0.1])
+
+
+def test_without_usage_the_tokenizer_counts():
+    from llmbench.loadgen.http import Response
+
+    pieces = [(1.0 + i, b'data: {"choices":[{"text":"ab"}]}\n\n') for i in range(4)]
+    r = Response(status=200, t_send=0.0, t_headers=0.0, pieces=pieces, complete=True)
+    o = interpret(r, 0.0, SPEC, count_tokens=len)          # 2 "tokens" per chunk
+    assert o.token_source == "tokenizer" and o.n_events == 4
+    assert [k for _, k in o.timeline.events] == [2, 2, 2, 2]
+    o = interpret(r, 0.0, SPEC, count_tokens=lambda t: len(t) // 2)   # agrees: one per event
+    assert o.token_split == "one_per_event" and o.timeline.output_tokens == 4

@@ -115,6 +115,20 @@ def own_records(seed: int = 0) -> list[Record]:
                     metrics=metrics,
                     roofline=Roofline(bound={"total_throughput_tok_s": bound},
                                       efficiency={"total_throughput_tok_s": float(np.mean(thr_out * 2)) / bound})))
+    for rate in (1.0, 2.0, 4.0, 8.0):  # an open-loop serving sweep: latency grows with load
+        n = int(20 * rate)
+        ttft = rng.gamma(6, 0.01 * (1 + rate / 4), size=n)
+        tpot = rng.gamma(30, 0.006 * (1 + rate / 8) / 30, size=n)
+        recs.append(Record(
+            run_id="own-serve", kind="serving", point_key=f"serve-{rate}",
+            backend=BackendInfo(name="llamacpp-server"), model=ModelInfo(name="smollm2-135m"),
+            hardware=HardwareInfo(name="cpu-2core"),
+            workload={"load": "open", "request_rate": rate, "concurrency": None, "input_len": 64,
+                      "output_len": 32, "requests_sent": n, "seed": int(rate)},
+            metrics={"ttft_s": summarize(ttft, "s"), "tpot_s": summarize(tpot, "s"),
+                     "e2e_s": summarize(ttft + 31 * tpot, "s"),
+                     "goodput_req_s": summarize([rate * (1 - 0.05 * rate)], "req/s"),
+                     "output_throughput_tok_s": summarize([rate * 32 * 0.98], "tok/s")}))
     recs.append(Record(run_id="own-run-0", kind="inference", status="failed", error="fixture failure",
                        backend=BackendInfo(name="llamacpp"), model=ModelInfo(name="smollm2-135m"),
                        hardware=HardwareInfo(name="cpu-2core"), workload={"batch_size": 16}))

@@ -135,3 +135,13 @@ def test_shared_prefix_fraction():
         common += 1
     assert 28 <= common <= 34          # ~half, give or take a merge at the seam
     assert len({tuple(i) for i in ids}) == 8
+
+
+def test_secrets_are_blanked_from_command_lines():
+    from llmbench.workloads.serving import redact_args
+
+    args = ["serve", "--api-key", "abc123", "--server-arg", "--api_key=xyz", "--token", "t0k",
+            "--api-key-env", "MY_VAR", "--api-key-file", "/k", "Bearer q1", "sk-live-9", "--port", "8"]
+    got = redact_args(args)
+    assert not any(s in " ".join(got) for s in ("abc123", "xyz", "t0k", "q1", "live-9"))
+    assert got[got.index("--api-key-env") + 1] == "MY_VAR" and "/k" in got and "8" in got

@@ -58,12 +58,16 @@ _KV_ALIASES = {"fp16": "float16", "bf16": "bfloat16"}  # llmbench's names -> vLL
 class VllmOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    gpu_memory_utilization: float = Field(0.9, gt=0, le=1, description="GPU: fraction of memory vLLM may take")
+    gpu_memory_utilization: float = Field(0.9, gt=0, le=1,
+                                          description="GPU: fraction of memory vLLM may take")
     kv_cache_space_gib: int = Field(1, ge=1, description="CPU: KV cache size (VLLM_CPU_KVCACHE_SPACE)")
     max_model_len: int | None = Field(None, ge=16, description="default: the model's context")
-    max_num_seqs: int | None = Field(None, ge=1, description="default: vLLM's (256 on CPU), or the first point's batch if larger")
-    max_num_batched_tokens: int | None = Field(None, ge=1, description="tokens per engine step (prefill chunk)")
-    enable_prefix_caching: bool = Field(False, description="off, as vLLM's latency benchmark: prompts differ anyway")
+    max_num_seqs: int | None = Field(None, ge=1, description="default: vLLM's (256 on CPU), or the "
+                                                             "first point's batch if larger")
+    max_num_batched_tokens: int | None = Field(None, ge=1,
+                                               description="tokens per engine step (prefill chunk)")
+    enable_prefix_caching: bool = Field(False, description="off, as in vLLM's latency benchmark "
+                                                           "(llmbench's prompts differ anyway)")
     enable_chunked_prefill: bool | None = None
     cpu_offload_gb: float = Field(0, ge=0)
     reserved_cpus: int = Field(0, ge=0, description="CPU: cores kept from the model worker")

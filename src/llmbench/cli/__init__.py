@@ -31,7 +31,10 @@ for _name in COMMANDS:
 
 def main(argv: list[str] | None = None) -> None:
     try:
-        app(args=argv, standalone_mode=False)
+        # standalone_mode=False: click returns (not raises) an exit code, e.g. 130 on Ctrl-C.
+        rv = app(args=argv, standalone_mode=False)
+        if isinstance(rv, int) and rv:
+            sys.exit(rv)
     except LLMBenchError as e:
         print(f"llmbench: {e}", file=sys.stderr)
         sys.exit(e.exit_code)

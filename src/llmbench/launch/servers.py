@@ -168,11 +168,17 @@ def launched(engine: str, model: str, *, device: str = "cpu", extra_args: list[s
             time.sleep(0.25)
         yield Launched(engine, url, proc.pid, argv, _version(engine), device, log,
                        startup_s=time.perf_counter() - t0,
-                       options={"launched": True, "server_args": argv[3:]})
+                       options={"launched": True, "server_args": _redact(argv[3:])})
     finally:
         stop(proc)
         if is_main:
             signal.signal(signal.SIGTERM, prev)
+
+
+def _redact(args: list[str]) -> list[str]:
+    from llmbench.workloads.serving import redact_args
+
+    return redact_args(args)
 
 
 def _is_main_thread() -> bool:

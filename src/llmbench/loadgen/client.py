@@ -4,9 +4,10 @@
 Tokens per event (a chunk may carry several tokens: speculative decoding, stream intervals):
 1. the server's cumulative `usage.completion_tokens` in every chunk when it sends one (vLLM's
    `continuous_usage_stats`) -> exact counts;
-2. else one token per event with text, when that agrees with the final `usage`;
+2. else one token per event with text, when that agrees with the total: the final `usage`, or
+   without one the tokenizer's count of the whole answer;
 3. else the tokenizer's count of each chunk's text, the last event absorbing any difference to
-   the server's total (so the sum always equals the server's count).
+   that total (so the sum always equals it).
 The ITL split of a k-token event is `measure/timeline.py`'s: its gap is split evenly into k.
 Events that arrive in the same read (merged by the network or the server) are one k-token
 chunk in the same sense.
@@ -73,6 +74,8 @@ class Outcome:
     usage_prompt_tokens: int | None = None
     usage_completion_tokens: int | None = None
     token_split: str = "none"       # continuous_usage | one_per_event | tokenizer
+    token_source: str = "none"      # usage (the server's) | tokenizer (no usage sent)
+    n_events: int = 0               # events that carried text or tokens
     finish_reason: str | None = None
     chunk_texts: list[str] = field(default_factory=list)
 
@@ -196,7 +199,12 @@ def interpret(resp: Response, t_ref: float, spec: RequestSpec,
     out.text = "".join(out.chunk_texts)
     if not events:
         return fail("no_tokens", "the stream carried no generated text")
+    out.n_events = len(events)
+    # The count: the server's usage when it sent one, else the tokenizer's count of the answer.
     total = out.usage_completion_tokens
+    out.token_source = "usage"
+    if total is None and count_tokens is not None:
+        total, out.token_source = count_tokens(out.text), "tokenizer"
     if all(c is not None for _, _, c in events):
         prev = 0
         for t, _, c in events:

@@ -37,7 +37,10 @@ class SelfCheck:
         if self.cpu_util > CPU_LIMIT:
             w.append(f"client may be the bottleneck: it used {self.cpu_util:.0%} of a core")
         if self.lag_p99_s() > LAG_P99_LIMIT_S:
-            w.append(f"client may be the bottleneck: event-loop lag p99 {self.lag_p99_s() * 1e3:.1f} ms")
+            why = ("it was busy" if self.cpu_util > 0.5 else
+                   f"at {self.cpu_util:.0%} CPU it waited for a core: the machine is oversubscribed")
+            w.append(f"client timestamps may be late: event-loop lag p99 "
+                     f"{self.lag_p99_s() * 1e3:.1f} ms ({why})")
         return w
 
 

@@ -89,6 +89,7 @@ def find_best(data: Data, q: BestQuery) -> tuple[pd.DataFrame, list[str]]:
         df = df[pd.to_numeric(df["hardware_count"], errors="coerce").fillna(1) <= q.max_devices]
     d = pd.DataFrame(index=df.index)
     d["throughput_tok_s"] = _first(df, ["total_throughput_tok_s_mean", "output_throughput_tok_s_mean"])
+    only_out = _num(df, "total_throughput_tok_s_mean").isna() & d["throughput_tok_s"].notna()
     d["throughput_std"] = _num(df, "total_throughput_tok_s_std")
     d["latency_s"] = _first(df, ["batch_latency_s_mean", "e2e_s_p50"])
     out_len = _num(df, "output_len")
@@ -109,6 +110,9 @@ def find_best(data: Data, q: BestQuery) -> tuple[pd.DataFrame, list[str]]:
     d["devices"] = pd.to_numeric(df["hardware_count"], errors="coerce").fillna(1)
     d["throughput_per_device"] = d["throughput_tok_s"] / d["devices"]
     d = d[d["throughput_tok_s"].notna()]
+    if only_out[d.index].any():
+        notes.append(f"{int(only_out[d.index].sum())} record(s) have no total throughput; their "
+                     "output throughput (generated tok/s only, lower) is used")
     for slo, col in ((q.ttft_slo_s, "ttft_s"), (q.tpot_slo_s, "tpot_s")):
         if slo is None:
             continue

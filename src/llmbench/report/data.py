@@ -30,7 +30,9 @@ NOT_CONFIG = {"run_id", "created_at", "status", "error", "path", "_mtime_ns", "_
               "source_file", "source_row", "text", "source", "duplicate_config", "context_overflow",
               "ttft_definition", "sources", "in_files", "source_files",
               # training: counts derived from the configuration, never swept themselves
-              "steps", "flop_params", "flops_per_token", "tokens_per_step"}
+              "steps", "flop_params", "flops_per_token", "tokens_per_step",
+              # serving: outcomes and seeds (runs that differ by seed are repeats)
+              "requests_sent", "seed", "timeout_s", "request_rate_label"}
 IDENTITY = ["source", "kind", "hardware", "hardware_count", "backend", "model"]
 DERIVED = ["system", "engine", "parallelism", "dtype", "model_params_b"]
 
@@ -56,13 +58,14 @@ class Data:
         return [c for c in dict.fromkeys(cols) if c in self.df.columns]
 
     def filter_fields(self, max_values: int = 200) -> list[str]:
-        """Fields offered as filters: every categorical field with at least one value."""
+        """Fields offered as filters: every categorical field that takes two values or more
+        (counting 'not set'); a field with one value everywhere filters nothing."""
         out = []
         for c in self.config_fields:
             if c in ("system", "engine"):
                 continue
-            n = self.df[c].nunique(dropna=True)
-            if 1 <= n <= max_values:
+            n = self.df[c].nunique(dropna=True) + int(self.df[c].isna().any())
+            if 2 <= n <= max_values:
                 out.append(c)
         return out
 

@@ -21,6 +21,7 @@ PALETTE = ["#1f77b4", "#e45756", "#2ca02c", "#ff7f0e", "#9467bd", "#17becf", "#8
            "#e377c2", "#bcbd22", "#4c78a8", "#72b7b2", "#b279a2", "#f58518", "#54a24b",
            "#9d755d", "#79706e", "#d62728", "#637939", "#393b79", "#843c39"]
 MAX_SERIES = 12
+MAX_STRIP_POINTS = 3000
 
 LABELS = {
     "total_throughput_tok_s": "Total throughput (prompt + generated tok/s)",
@@ -291,7 +292,9 @@ def xy_figure(agg: Aggregated, x: str, metric: str, stat: str = "mean", title: s
     fig.update_xaxes(title=dict(text=label(x)), type="category" if categorical else ("log" if log_x else "linear"),
                      showgrid=True, gridcolor="#eee", zeroline=False)
     if xs is not None and len(xs) <= 14:
-        fig.update_xaxes(tickvals=xs, ticktext=[_si(v) for v in xs])
+        # measured values (batch 1024, input 4096) read best in full
+        fig.update_xaxes(tickvals=xs, ticktext=[str(int(v)) if float(v).is_integer() and abs(v) < 1e5
+                                                else _si(v) for v in xs])
     elif log_x and xs is not None:
         _apply_log_ticks(fig, "x", xs)
     if log_y:
@@ -425,13 +428,24 @@ def strip_figure(points: pd.DataFrame, x: str, metric: str, color: str = "source
     cats = list(points.groupby(x)["y"].median().sort_values(ascending=False).index)
     fig = Fig()
     _base_layout(fig, title, height)
+    summarised = len(points) > MAX_STRIP_POINTS
     for g in groups:
         p = points[points[color] == g] if color in points else points
-        fig.add_trace("box", **dict(
-            x=p[x], y=p["y"], name=str(g), boxpoints="all", jitter=0.45, pointpos=0,
-            marker=dict(size=5, color=colors.get(g, "#333"), opacity=0.7),
-            line=dict(color=colors.get(g, "#333"), width=1.2), fillcolor="rgba(0,0,0,0)",
-            hovertext=p.get("hover"), hoverinfo="text+y", offsetgroup=str(g)))
+        style = dict(name=str(g), offsetgroup=str(g), line=dict(color=colors.get(g, "#333"), width=1.2),
+                     fillcolor="rgba(0,0,0,0)")
+        if summarised:  # quartiles computed here: the browser gets 5 numbers per box, not every dot
+            q = p.groupby(x)["y"].quantile([0, 0.25, 0.5, 0.75, 1]).unstack()
+            fig.add_trace("box", **dict(x=list(q.index), lowerfence=q[0.0], q1=q[0.25],
+                                        median=q[0.5], q3=q[0.75], upperfence=q[1.0], **style))
+        else:
+            fig.add_trace("box", **dict(
+                x=p[x], y=p["y"], boxpoints="all", jitter=0.45, pointpos=0,
+                marker=dict(size=5, color=colors.get(g, "#333"), opacity=0.7),
+                hovertext=p.get("hover"), hoverinfo="text+y", **style))
+    if summarised:
+        fig.add_annotation(text=f"{len(points):,} configurations: boxes only (whiskers: min–max)",
+                           showarrow=False, xref="paper", yref="paper", x=1, y=1.04,
+                           xanchor="right", font=dict(size=11, color="#777"))
     fig.update_layout(boxmode="group")
     fig.update_xaxes(title=dict(text=label(x)), type="category", categoryorder="array",
                      categoryarray=cats, tickangle=-30 if len(cats) > 6 else 0, automargin=True)

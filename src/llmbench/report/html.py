@@ -17,8 +17,8 @@ from llmbench.report import data as data_mod
 from llmbench.report import figures, views
 
 SECTIONS = (("own", "Your results"), ("reference", "Published reference data (LLM-Inference-Bench)"))
-REPORT_VIEWS = ("batch", "latency", "length", "kv_block", "dtype", "parallelism", "power", "energy",
-                "perplexity", "distributions", "training")
+REPORT_VIEWS = ("batch", "latency", "serving", "length", "kv_block", "dtype", "parallelism",
+                "power", "energy", "perplexity", "distributions", "training")
 
 
 @dataclass
@@ -42,7 +42,8 @@ class _Block:
 def _pins_text(pins: dict) -> str:
     parts = []
     for k, v in pins.items():
-        vals = ", ".join(figures._si(x) if isinstance(x, float) else str(x) for x in v)
+        vals = ", ".join(str(int(x)) if isinstance(x, float) and x.is_integer() else str(x)
+                         for x in v)
         parts.append(f"{k} = {vals}")
     return " · ".join(parts)
 

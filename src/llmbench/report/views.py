@@ -15,6 +15,7 @@ from llmbench.report.aggregate import aggregate, value_column, varying_within
 from llmbench.report.data import Data, samples
 
 MISSING = "(none)"  # the filter option for 'field not set'
+MAX_SAMPLE_FILES = 200
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,10 @@ VIEWS: dict[str, View] = {v.key: v for v in [
          ("batch_latency_s", "e2e_s", "ttft_s"), log_x=True, log_y=True),
     View("length", "Throughput vs input/output length", ("input_len", "output_len"), THROUGHPUT,
          log_x=True, log_y=True),
+    View("serving", "Serving: latency against load", ("request_rate", "concurrency"),
+         ("ttft_s", "tpot_s", "e2e_s", "goodput_req_s", "output_throughput_tok_s"),
+         kinds=("serving",), log_y=True, also=("tpot_s", "goodput_req_s", "output_throughput_tok_s"),
+         help="Open-loop runs against their request rate, closed-loop runs against concurrency."),
     View("kv_block", "Throughput vs KV-cache block size", ("kv_block_size",), THROUGHPUT, log_x=True),
     View("dtype", "Throughput vs weight / KV-cache dtype", ("dtype",), THROUGHPUT),
     View("parallelism", "Throughput vs parallelism (TP / PP / EP)", ("parallelism",), THROUGHPUT),
@@ -283,7 +288,11 @@ def distribution(data: Data, df: pd.DataFrame, metric: str, color: str, log_x: b
     for k, g in groups:
         k = k if isinstance(k, tuple) else (k,)
         name = " | ".join([str(k[0])] + [f"{c}={v}" for c, v in zip(keys[1:], k[1:])])
-        s = samples(g, metric) if "path" in g.columns else []
+        used = g
+        if len(g) > MAX_SAMPLE_FILES:  # raw samples live in the record files: read the newest
+            used = g.sort_values("created_at").tail(MAX_SAMPLE_FILES)
+            name += f" (newest {MAX_SAMPLE_FILES} of {len(g)} records)"
+        s = samples(used, metric) if "path" in g.columns else []
         if s:
             series[name] = s
         else:

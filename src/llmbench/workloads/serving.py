@@ -389,9 +389,30 @@ def _duration_pool(s: Schedule) -> int:
     return 2000
 
 
+_SECRET_FLAG = re.compile(r"(?i)^--?[\w-]*(api[-_]?key|token|secret|password)[\w-]*$")
+
+
+def redact_args(args: list[str]) -> list[str]:
+    """Command-line words with secrets blanked: values of --api-key/--token-like flags (as the
+    next word or after '='), and anything that looks like a key (sk-..., Bearer ...)."""
+    out, hide = [], False
+    for a in args:
+        if hide:
+            out.append("<redacted>")
+            hide = False
+            continue
+        flag, eq, _ = a.partition("=")
+        if _SECRET_FLAG.match(flag) and not flag.endswith(("-env", "-file", "_env", "_file")):
+            if eq:
+                out.append(f"{flag}=<redacted>")
+                continue
+            hide = True
+        out.append(re.sub(r"(?i)(sk-|bearer\s+)\S+", r"\1<redacted>", a))
+    return out
+
+
 def _redact_argv(env: dict) -> None:
-    # Keys never come on the command line, but a mistaken `--api-key-env sk-...` could.
-    env["argv"] = [re.sub(r"(?i)(sk-|bearer\s+)\S+", r"\1<redacted>", a) for a in env.get("argv", [])]
+    env["argv"] = redact_args(env.get("argv", []))
 
 
 def _served_model(ep: Endpoint, api_key: str | None) -> str | None:
@@ -480,22 +501,24 @@ def summarize_point(outcomes: list[Outcome], res: LoadResult, cfg: ServeConfig, 
     if short:
         notes.append(f"{len(short)} of {len(ok)} request(s) returned fewer tokens than asked "
                      f"(shortest {min(o.timeline.output_tokens for o in short)})")
-    # Token counts: the server's usage when it sent one, else the stream's events; the
-    # tokenizer's re-count of the text is the cross-check.
-    with_usage = [o for o in ok if o.usage_completion_tokens is not None]
-    src = "server usage" if with_usage and len(with_usage) == len(ok) else \
-        ("stream events" if not with_usage else "server usage where sent, else stream events")
-    comp_diff = [o.timeline.output_tokens - tok.count(o.text) for o in ok]
+    # Token counts: the server's usage when it sent one, else the tokenizer's re-count. The
+    # cross-check: usage vs the tokenizer where usage came, else the stream's events vs it.
+    sources = Counter(o.token_source for o in ok)
+    src = "server usage" if sources.get("usage") == len(ok) else \
+        ("tokenizer" if sources.get("tokenizer") == len(ok) else f"mixed {dict(sources)}")
+    comp_diff = [(o.usage_completion_tokens if o.token_source == "usage" else o.n_events)
+                 - tok.count(o.text) for o in ok]
     prompt_diff = [o.usage_prompt_tokens - o.prompt_len_sent for o in ok
                    if o.usage_prompt_tokens is not None]
     disagree = {
+        "compared": "server usage vs tokenizer" if src == "server usage" else "stream events vs tokenizer",
         "completion_requests_differing": sum(1 for d in comp_diff if d),
         "completion_mean_diff_tokens": sum(comp_diff) / len(comp_diff) if comp_diff else None,
         "prompt_requests_differing": sum(1 for d in prompt_diff if d),
         "prompt_mean_diff_tokens": sum(prompt_diff) / len(prompt_diff) if prompt_diff else None,
     }
     if disagree["completion_requests_differing"]:
-        notes.append(f"output token counts ({src}) and the tokenizer's re-count differ in "
+        notes.append(f"output token counts ({disagree['compared']}) differ in "
                      f"{disagree['completion_requests_differing']} request(s), mean "
                      f"{disagree['completion_mean_diff_tokens']:+.2f} tokens")
     if disagree["prompt_requests_differing"]:
