@@ -122,13 +122,11 @@ def run(cfg, *, url, launch, api_key, device, device_count, server_args, results
             target = Target(url=srv.url, backend=launch, backend_version=srv.version,
                             backend_options={**srv.options, "startup_s": round(srv.startup_s, 2)},
                             device=dev, device_count=device_count, api_key=api_key)
-            records = run_serving(cfg, target, run_id, progress)
+            records = run_serving(cfg, target, run_id, progress, on_record=store.write)
     else:
         target = Target(url=url, device=device or _auto_device(url), device_count=device_count,
                         api_key=api_key, backend_options={"launched": False, "url": _safe_url(url)})
-        records = run_serving(cfg, target, run_id, progress)
-    for r in records:
-        store.write(r)
+        records = run_serving(cfg, target, run_id, progress, on_record=store.write)
     summary(records)
     out.print(f"results: {Path(results).resolve()} (run {run_id})")
     if any(r.status != "ok" for r in records):

@@ -301,7 +301,10 @@ class Target:
 
 
 def run_serving(cfg: ServeConfig, target: Target, run_id: str,
-                progress: Callable[[str], None] | None = None) -> list:
+                progress: Callable[[str], None] | None = None,
+                on_record: Callable[[Any], None] | None = None) -> list:
+    """Run every load point; `on_record` gets each record as soon as its point ends (the CLI
+    stores it then, so a later failure never costs an earlier point)."""
     from llmbench.measure.env import capture, hardware
     from llmbench.measure.power import EnergyMeter, open_meter
     from llmbench.models.sources import resolve
@@ -369,7 +372,18 @@ def run_serving(cfg: ServeConfig, target: Target, run_id: str,
                                          **(target.backend_options or {})}),
             model=model, hardware=hw, workload=workload, metrics=metrics,
             power=meter.describe(), notes=notes0 + notes, env=env, serving=serving))
+        _annotate(records[-1])
+        if on_record:
+            on_record(records[-1])
     return records
+
+
+def _annotate(rec) -> None:
+    try:
+        from llmbench.roofline import annotate
+    except ImportError:
+        return
+    annotate(rec)
 
 
 def _corpus_text() -> str:
