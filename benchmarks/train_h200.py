@@ -27,11 +27,12 @@ import threading
 import time
 from pathlib import Path
 
+# steps: enough for >= 2 s of timed steps, so NVML's energy counter resolves the window
 BLOCK = ["--workload", "block", "--hidden", "4096", "--heads", "32", "--seq-len", "2048",
-         "--micro-batch", "4", "--steps", "20", "--warmup", "3"]
+         "--micro-batch", "4", "--steps", "150", "--warmup", "3"]
 XL = ["--workload", "gpt2", "--size", "xl", "--seq-len", "1024", "--micro-batch", "16",
       "--steps", "8", "--warmup", "3"]
-G250 = ["--workload", "genslm", "--size", "250m", "--steps", "8", "--warmup", "3"]
+G250 = ["--workload", "genslm", "--size", "250m", "--steps", "20", "--warmup", "3"]
 
 # (name, arguments, time limit in seconds); in priority order
 SECTIONS: list[tuple[str, list[str], int]] = [
@@ -62,6 +63,11 @@ SECTIONS: list[tuple[str, list[str], int]] = [
                          "--parallel", "ddp,fsdp", "--timeout", "150"], 200),
     ("xl_ga4_ddp", XL + ["--compile", "true", "--grad-accum", "4", "--steps", "4", "--nproc", "2",
                          "--parallel", "ddp", "--timeout", "150"], 160),
+    # third call, one after another: the block alone, sparsity compiled, eager GenSLM at 10240, fp8
+    ("sparsity_compiled", BLOCK + ["--mode", "fwdbwd", "--compile", "true", "--sparsity", "none,2:4"], 90),
+    ("genslm10240_eager", G250 + ["--seq-len", "10240", "--micro-batch", "2", "--compile", "false",
+                                  "--steps", "5"], 60),
+    ("xl_fp8", XL + ["--compile", "true", "--precision", "fp8"], 120),
     ("ac", XL + ["--compile", "true", "--activation-checkpointing", "true", "--steps", "5"], 120),
 ]
 
@@ -81,6 +87,7 @@ def main() -> int:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--two-gpu-reserve-s", type=float, default=TWO_GPU_RESERVE_S,
                     help="time kept for the two-GPU sections after the one-GPU lanes")
+    ap.add_argument("--serial", action="store_true", help="one-GPU sections one after another")
     a = ap.parse_args()
     t_end = time.monotonic() + a.budget_s
     a.out.mkdir(parents=True, exist_ok=True)
@@ -121,7 +128,7 @@ def main() -> int:
 
     one_gpu = [n for n in want if "--nproc" not in spec[n][0]]
     two_gpu = [n for n in want if "--nproc" in spec[n][0]]
-    if ngpu >= 2 and one_gpu:
+    if ngpu >= 2 and one_gpu and not a.serial:
         phase_end = t_end - (a.two_gpu_reserve_s if two_gpu else 0)
         lanes = [[n for n in lane if n in one_gpu] for lane in LANES]
         rest = [n for n in one_gpu if not any(n in lane for lane in LANES)]

@@ -18,7 +18,8 @@ printed for comparison). `--own-engine` lets vLLM's benchmark build its own engi
 
 Known differences that remain: vLLM's benchmark samples with temperature 1.0 (llmbench is
 greedy) and uses random prompt ids below 10000 (llmbench uses windows of the bundled text);
-llmbench steps the engine itself with per-step (DELTA) outputs to stamp every token.
+llmbench steps the engine itself with per-step (DELTA) outputs to stamp every token. A third
+column, `LLM.generate` with llmbench's sampling on the same engine, separates the two.
 
     .venv/bin/python benchmarks/vllm_crosscheck.py [--batch-size 4] [--input-len 32]
         [--output-len 32] [--rounds 5] [--per-round 4] [--own-engine]
@@ -30,6 +31,7 @@ import argparse
 import json
 import statistics
 import tempfile
+import time
 from pathlib import Path
 
 
@@ -48,6 +50,25 @@ def vllm_latency(model_dir: str, a, iters: int, warmup: int) -> list[float]:
             "--output-json", str(out)])
         latency_main(args)
         return json.loads(out.read_text())["latencies"]
+
+
+def direct_generate(be, a, seed: int) -> float:
+    """`LLM.generate` with llmbench's own sampling (greedy, forced length), timed like vLLM's
+    benchmark: tells the sampling difference apart from llmbench's stepping loop."""
+    import random
+
+    from vllm import SamplingParams
+
+    rng = random.Random(seed)
+    prompts = [{"prompt_token_ids": [rng.randrange(100, 10000) for _ in range(a.input_len)]}
+               for _ in range(a.batch_size)]
+    sp = SamplingParams(temperature=0.0, max_tokens=a.output_len, min_tokens=a.output_len,
+                        ignore_eos=True, detokenize=False)
+    t0 = time.perf_counter()
+    outs = be.llm.generate(prompts, sp, use_tqdm=False)
+    dt = time.perf_counter() - t0
+    assert all(len(o.outputs[0].token_ids) == a.output_len for o in outs)
+    return dt
 
 
 def main() -> None:
@@ -74,6 +95,7 @@ def main() -> None:
     meter = EnergyMeter("benchmark")
     ours: list[float] = []
     theirs: list[float] = []
+    greedy: list[float] = []
     try:
         point_w = point.model_copy(update={"repeats": 1, "warmups": 2})
         run_offline(be, point_w, meter)  # warm-up, not counted
@@ -85,12 +107,17 @@ def main() -> None:
             m, notes = run_offline(be, point.model_copy(update={"seed": r}), meter)
             assert not notes, notes
             ours.extend(m["batch_latency_s"].samples)
+            greedy.extend(direct_generate(be, a, 1000 * r + i) for i in range(a.per_round))
             if not a.own_engine:
                 theirs.extend(vllm_latency(model_dir, a, a.per_round, warmup=1))
         eff = be.effective_options()
     finally:
         be.close()
-    if a.own_engine:
+    if a.own_engine:  # the CPU settings llmbench gives the engine (ENVIRONMENT.md), nothing else
+        import os
+
+        os.environ.update({k: v for k, v in eff["env"].items()
+                           if k.startswith("VLLM_CPU") or k == "LD_PRELOAD"})
         theirs = vllm_latency(model_dir, a, a.rounds * a.per_round, warmup=3)
 
     med = statistics.median
@@ -105,7 +132,11 @@ def main() -> None:
     print(f"  vllm.benchmarks.latency        median {med(theirs) * 1e3:8.1f} ms  "
           f"(n={len(theirs)}, min {min(theirs) * 1e3:.1f}, max {max(theirs) * 1e3:.1f})  "
           f"= {tok / med(theirs):6.1f} output tok/s")
+    print(f"  LLM.generate, greedy, forced   median {med(greedy) * 1e3:8.1f} ms  "
+          f"(n={len(greedy)}, min {min(greedy) * 1e3:.1f}, max {max(greedy) * 1e3:.1f})  "
+          f"= {tok / med(greedy):6.1f} output tok/s")
     print(f"ratio llmbench / vLLM latency benchmark = {med(ours) / med(theirs):.3f}")
+    print(f"ratio llmbench / LLM.generate (same sampling) = {med(ours) / med(greedy):.3f}")
 
 
 if __name__ == "__main__":

@@ -241,6 +241,7 @@ def run(p: TrainPoint) -> dict[str, Any]:
         if win is not None and win.energy_j is not None:
             out["energy_j"] = win.energy_j
             out["avg_power_w"] = win.avg_power_w
+            out["energy_window_s"] = win.duration_s
     return out
 
 

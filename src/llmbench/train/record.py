@@ -19,6 +19,9 @@ from llmbench.train.config import TrainPoint
 from llmbench.train.peaks import hardware_peak
 
 
+MIN_ENERGY_WINDOW_S = 2.0
+
+
 def one(value: float, unit: str) -> MetricStats:
     return summarize([value], unit)
 
@@ -76,6 +79,9 @@ def to_record(p: TrainPoint, r: dict[str, Any], run_id: str, hardware: dict[str,
         m["energy_j"] = one(r["energy_j"], "J")
         m["avg_power_w"] = one(r["avg_power_w"], "W")
         m["energy_per_token_j"] = one(r["energy_j"] / (r["tokens_per_step"] * len(times)), "J/token")
+        if r.get("energy_window_s", 1e9) < MIN_ENERGY_WINDOW_S:
+            notes.append(f"energy measured over {r['energy_window_s']:.2f} s only: NVML's energy "
+                         "counter updates too coarsely for that; take more --steps for energy")
     if r["losses"]:
         m["loss_first"] = one(r["losses"][0], "nat")
         m["loss_last"] = one(r["losses"][-1], "nat")
