@@ -137,8 +137,6 @@ chunks = st.one_of(
 # objects and `usage` an object; `{"choices": 1}` or `{"usage": 1}` escapes interpret() as a
 # TypeError/AttributeError/KeyError instead of a 'malformed_sse' outcome. Marked until its owner
 # fixes it; any other failure still fails.
-@pytest.mark.xfail(raises=(TypeError, AttributeError, KeyError), strict=False,
-                   reason="loadgen/client.py _decode: non-object choices/usage raise (owner: loadgen)")
 @FAST
 @given(body=st.lists(chunks, max_size=6), status=st.sampled_from([200, 200, 200, 500, 0]))
 def test_stream_client_interprets_any_body_without_raising(body, status):
@@ -166,8 +164,6 @@ cells = st.one_of(st.text(max_size=12), st.sampled_from(["Nvidia A100 GPU", "vLL
 
 # Found by this test (2026-11-30): a CSV that is not UTF-8 escapes parse_dir as a
 # UnicodeDecodeError instead of being reported as malformed (or a typed error).
-@pytest.mark.xfail(raises=UnicodeDecodeError, strict=False,
-                   reason="importers/llm_inference_bench.py read_file: non-UTF-8 CSV raises (owner: importer)")
 @FAST
 @given(header=headers, rows=st.lists(st.lists(cells, max_size=10), max_size=6),
        rel=st.sampled_from(["vLLM/A100/results.csv", "Plots/x.csv", "a.csv", "gh-pages/docs/data/llama.cpp.csv"]),

@@ -28,11 +28,25 @@ def test_gpt2_small_flop_params_by_hand():
 
 def test_genslm_250m_counts_and_rotary():
     with torch.device("meta"):
-        m = NeoX(12, 1840, 16, 69, 2048)
-    h, L = 1840, 12
-    per_layer = 4 * h + (3 * h * h + 3 * h) + (h * h + h) + (4 * h * h + 4 * h) + (4 * h * h + h)
+        m = NeoX(12, 1840, 16, 69, 2048, ffn=2048)
+    h, L, f = 1840, 12, 2048
+    per_layer = 4 * h + (3 * h * h + 3 * h) + (h * h + h) + (h * f + f) + (f * h + h)
     assert m.flop_params() == L * per_layer + 2 * h + 69 * h
     assert m.blocks[0].attn.rot == 28          # int(115 * 0.25), even
+
+
+@pytest.mark.parametrize("size", ["25m", "250m", "2.5b"])
+def test_genslm_counts_match_catalog(size):
+    from llmbench.train.genslm import shape
+
+    L, h, a, f, r = shape(size)
+    with torch.device("meta"):
+        m = NeoX(L, h, a, 69, 2048, f, r)
+    n = sum(p.numel() for p in m.parameters()) - (m.vocab_padded - 69) * h
+    arch = get_arch(f"genslm-{size}")
+    assert n == arch.param_count()
+    if arch.public_params:                      # 25M and 2.5B: the published counts
+        assert n == arch.public_params
 
 
 def test_block_shapes():

@@ -91,6 +91,9 @@ def serve(
     except ValueError as e:
         raise SpecError([("schedule", str(e))]) from None
     api_key = _api_key(api_key_env, api_key_file)
+    from llmbench.store.store import register_secret
+
+    register_secret(api_key)  # a key from a file has no env-var name for the redactor to find
     try:
         run(cfg, url=url, launch=launch, api_key=api_key, device=device, device_count=device_count,
             server_args=server_arg, results=results)

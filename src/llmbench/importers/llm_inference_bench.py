@@ -389,7 +389,12 @@ def parse_dir(root: Path) -> tuple[list[Record], Report]:
         rel = path.relative_to(root).as_posix()
         report.files += 1
         ctx = _context(rel)
-        for row in read_file(path, rel, report):
+        try:
+            rows = read_file(path, rel, report)
+        except (UnicodeDecodeError, csv.Error) as e:  # reported, never a crash or a silent skip
+            report.malformed.append(f"{rel}: unreadable file ({type(e).__name__}: {e})")
+            continue
+        for row in rows:
             try:
                 rec = to_record(row, ctx)
             except (ValueError, TypeError) as e:

@@ -142,19 +142,28 @@ def _decode(payload: bytes) -> tuple[str | None, str, int | None, int | None, st
     if obj.get("error"):
         e = obj["error"]
         return str(e.get("message") if isinstance(e, dict) else e), "", None, None, None, False
-    usage = obj.get("usage") or {}
-    cum, prompt = usage.get("completion_tokens"), usage.get("prompt_tokens")
-    choices = obj.get("choices") or []
-    if not choices or not isinstance(choices[0], dict):
+    usage = obj.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    cum, prompt = _int_or_none(usage.get("completion_tokens")), _int_or_none(usage.get("prompt_tokens"))
+    choices = obj.get("choices")
+    if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
         return None, "", cum, prompt, None, False
     return None, _text_of(choices[0]), cum, prompt, choices[0].get("finish_reason"), True
 
 
+def _int_or_none(v) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
 def _text_of(choice: dict) -> str:
     if "text" in choice:
-        return choice.get("text") or ""
-    d = choice.get("delta") or {}
-    return (d.get("content") or "") + (d.get("reasoning_content") or d.get("reasoning") or "")
+        t = choice.get("text")
+        return t if isinstance(t, str) else ""
+    d = choice.get("delta")
+    if not isinstance(d, dict):
+        return ""
+    parts = (d.get("content"), d.get("reasoning_content") or d.get("reasoning"))
+    return "".join(p for p in parts if isinstance(p, str))
 
 
 def interpret(resp: Response, t_ref: float, spec: RequestSpec,

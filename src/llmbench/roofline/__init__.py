@@ -22,6 +22,7 @@ Record conventions (assumptions, stated once):
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from llmbench.hardware import Hardware, find
@@ -45,6 +46,7 @@ def _dtype(v: Any) -> str | None:
     return _DTYPE_NAMES.get(v.lower().replace("torch.", ""))
 
 
+@functools.cache  # reading the GGUF's tensor table takes seconds; once per process is enough
 def _bundled_gguf_bytes(model: str) -> float | None:
     arch = CATALOG.get(model)
     if not arch or not arch.bundled:

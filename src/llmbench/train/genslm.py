@@ -1,9 +1,10 @@
 """GenSLM: GPT-NeoX genome language models over codons, sizes 25M / 250M / 2.5B / 25B.
 
 GPT-NeoX as GenSLM configures it: parallel residual (x + attn(ln1 x) + mlp(ln2 x)), rotary
-position embedding on the first quarter of each head (rotary_pct 0.25), 4h GELU MLP, untied
-input/output embeddings, vocabulary of 69 codon tokens (codon.py). Parameters are counted on
-the built model (the published file names are off for two sizes).
+position embedding on the first quarter of each head (rotary_pct 0.25), GELU MLP of GenSLM's
+intermediate size (not 4h: 2048 for 25M and 250M, 4096 for 2.5B), untied input/output
+embeddings, vocabulary of 69 codon tokens (codon.py). Parameters are counted on the built model
+(the published file names are off for two sizes).
 """
 
 from __future__ import annotations
@@ -19,15 +20,17 @@ from llmbench.train.codon import VOCAB, codon_tokenizer, encode, random_genes, r
 from llmbench.train.data import pool_from_rows
 from llmbench.train.gpt2 import LMHead
 
-# (layers, hidden, heads) per size; used when the model catalog has no `genslm-<size>` entry.
-# The 25B model is listed with hidden 8196, which does not split into 64 heads; 8192 is used.
-SHAPES = {"25m": (8, 512, 8), "250m": (12, 1840, 16), "2.5b": (28, 3840, 32), "25b": (64, 8192, 64)}
+# (layers, hidden, heads, ffn) per size (GenSLM's neox_<params>.json); used when the model
+# catalog has no `genslm-<size>` entry. The 25B model is published with hidden 8196, which does
+# not split into 64 heads; 8192 is used.
+SHAPES = {"25m": (8, 512, 8, 2048), "250m": (12, 1840, 16, 2048), "2.5b": (28, 3840, 32, 4096),
+          "25b": (64, 8192, 64, 8000)}
 ROTARY_PCT = 0.25
 ROPE_BASE = 10000.0
 
 
-def shape(size: str) -> tuple[int, int, int, float]:
-    """(layers, hidden, heads, rotary_pct): the catalog's entry when there is one."""
+def shape(size: str) -> tuple[int, int, int, int, float]:
+    """(layers, hidden, heads, ffn, rotary_pct): the catalog's entry when there is one."""
     try:
         from llmbench.models.catalog import CATALOG
 
@@ -35,7 +38,7 @@ def shape(size: str) -> tuple[int, int, int, float]:
     except ImportError:
         a = None
     if a is not None and a.hidden % a.heads == 0:
-        return a.layers, a.hidden, a.heads, a.rotary_pct
+        return a.layers, a.hidden, a.heads, a.ffn, a.rotary_pct
     return (*SHAPES[size], ROTARY_PCT)
 
 
@@ -73,12 +76,12 @@ class NeoXAttention(nn.Module):
 
 
 class NeoXLayer(nn.Module):
-    def __init__(self, hidden: int, heads: int, rotary_pct: float, max_position: int):
+    def __init__(self, hidden: int, heads: int, ffn: int, rotary_pct: float, max_position: int):
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(hidden), nn.LayerNorm(hidden)
         self.attn = NeoXAttention(hidden, heads, rotary_pct, max_position)
-        self.fc = nn.Linear(hidden, 4 * hidden)
-        self.proj = nn.Linear(4 * hidden, hidden)
+        self.fc = nn.Linear(hidden, ffn)
+        self.proj = nn.Linear(ffn, hidden)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x + self.attn(self.ln1(x)) + self.proj(F.gelu(self.fc(self.ln2(x))))
@@ -86,13 +89,13 @@ class NeoXLayer(nn.Module):
 
 class NeoX(nn.Module):
     def __init__(self, layers: int, hidden: int, heads: int, vocab: int, max_position: int,
-                 rotary_pct: float = ROTARY_PCT, pad_to: int = 64):
+                 ffn: int | None = None, rotary_pct: float = ROTARY_PCT, pad_to: int = 64):
         super().__init__()
         self.vocab = vocab
         self.vocab_padded = pad_to * ((vocab + pad_to - 1) // pad_to)
         self.embed_in = nn.Embedding(vocab, hidden)
-        self.blocks = nn.ModuleList(NeoXLayer(hidden, heads, rotary_pct, max_position)
-                                    for _ in range(layers))
+        self.blocks = nn.ModuleList(NeoXLayer(hidden, heads, ffn or 4 * hidden, rotary_pct,
+                                              max_position) for _ in range(layers))
         self.head = LMHead(hidden, self.vocab_padded, nn.LayerNorm(hidden))
         for m in self.modules():
             if isinstance(m, (nn.Linear, nn.Embedding)):
@@ -113,12 +116,14 @@ class NeoX(nn.Module):
 
 
 def build(p, device: torch.device, dtype: torch.dtype) -> Workload:
-    L, h, a, rotary_pct = shape(p.size)
+    L, h, a, ffn, rotary_pct = shape(p.size)
+    if p.hidden:   # a narrower model for quick runs: the MLP keeps GenSLM's ratio
+        ffn = max(8, round(ffn * p.hidden / h))
     L, h, a = p.layers or L, p.hidden or h, p.heads or a
     if h % a:
         raise ValueError(f"hidden {h} does not split into {a} heads")
     with torch.device(device):
-        model = NeoX(L, h, a, len(VOCAB), max(p.seq_len, 2048), rotary_pct)
+        model = NeoX(L, h, a, len(VOCAB), max(p.seq_len, 2048), ffn, rotary_pct)
     model.to(dtype)
     tok = codon_tokenizer()
     rng = random.Random(p.seed)
@@ -134,5 +139,5 @@ def build(p, device: torch.device, dtype: torch.dtype) -> Workload:
                     loss=lambda m, b: m(*b), flop_params=model.flop_params(),
                     total_params=count_params(model), layers=L, hidden=h, heads=a, name=name,
                     blocks=list(model.blocks),
-                    info={"vocab": len(VOCAB), "vocab_padded": model.vocab_padded,
+                    info={"vocab": len(VOCAB), "vocab_padded": model.vocab_padded, "ffn": ffn,
                           "rotary_dims": model.blocks[0].attn.rot, "rotary_pct": rotary_pct})
