@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import has
+from tests.conftest import has
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "loadgen"))
 from fault_server import FaultServer  # noqa: E402

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from conftest import has
+from tests.conftest import has
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 

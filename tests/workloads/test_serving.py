@@ -1,7 +1,7 @@
 import json
 
 import pytest
-from conftest import has
+from tests.conftest import has
 
 from llmbench.errors import SpecError
 from llmbench.measure.timeline import RequestTimeline

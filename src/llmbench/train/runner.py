@@ -45,20 +45,23 @@ class Baselines:
                 if p is not None:
                     self.add(p, Record.model_validate(d))
 
+    # keyed by the point less the dropped factors and by the model name, so that a record of
+    # another build of the same point (other code, another shape) is never a baseline
     def add(self, p: TrainPoint, rec: Record) -> None:
         if rec.status != "ok":
             return
         if p.nproc == 1:
-            self.scaling[p.baseline_key(SCALING_DROP)] = rec
+            self.scaling[p.baseline_key(SCALING_DROP) + rec.model.name] = rec
         if p.sparsity == "none":
-            self.dense[p.baseline_key(SPARSITY_DROP)] = rec
+            self.dense[p.baseline_key(SPARSITY_DROP) + rec.model.name] = rec
 
     def annotate(self, p: TrainPoint, rec: Record) -> None:
         if rec.status != "ok":
             return
-        if p.nproc > 1 and (b := self.scaling.get(p.baseline_key(SCALING_DROP))):
+        name = rec.model.name
+        if p.nproc > 1 and (b := self.scaling.get(p.baseline_key(SCALING_DROP) + name)):
             add_ratio(rec, "scaling_efficiency", b, per=p.nproc)
-        if p.sparsity != "none" and (b := self.dense.get(p.baseline_key(SPARSITY_DROP))):
+        if p.sparsity != "none" and (b := self.dense.get(p.baseline_key(SPARSITY_DROP) + name)):
             add_ratio(rec, "speedup_vs_dense", b)
 
 
