@@ -127,8 +127,18 @@ def run_points(points: list[TrainPoint], results: Path, *, isolate: bool = False
             rec = failed_record(p, f"{type(e).__name__}: {e}", run_id, hw, env)
         base.annotate(p, rec)
         base.add(p, rec)
+        _roofline(rec)
         store.write(rec)
         out.append(rec)
         if progress:
             progress("done", p, rec)
     return out
+
+
+def _roofline(rec: Record) -> None:
+    """The step-time bound from model FLOPs, when the hardware is in the catalog."""
+    try:
+        from llmbench.roofline import annotate
+    except ImportError:
+        return
+    annotate(rec)
