@@ -166,16 +166,18 @@ def attach_roofline(rec: Record) -> None:
 
 def run_sweep(spec: SweepSpec, results: Path, *, run_id: str | None = None, resume: bool = False,
               redo_failed: bool = False, progress: Callable[[str, Point | None, int], None] | None = None,
-              points: list[Point] | None = None) -> SweepResult:
+              points: list[Point] | None = None, group_runner=None) -> SweepResult:
+    """Validate everything, then run each load group with `group_runner` (in this process by
+    default; launch/isolated.py passes one that runs groups in worker processes)."""
     points = points if points is not None else spec.points()
-    models = validate(points)
+    models = validate(points)  # nothing runs unless every point can
     store = Store(results)
     result = SweepResult(run_id or new_run_id(), store.root)
     points, result.skipped = pending(points, store, resume=resume, redo_failed=redo_failed)
     say = progress or (lambda *a: None)
-
+    group_runner = group_runner or run_group
     for group in group_points(points):
-        result.records.extend(run_group(group, models, result.run_id, store, say))
+        result.records.extend(group_runner(group, models, result.run_id, store, say))
     return result
 
 

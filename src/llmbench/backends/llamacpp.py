@@ -11,7 +11,6 @@ end-of-generation, so every sequence yields exactly output_len tokens.
 
 from __future__ import annotations
 
-import ctypes
 import os
 import time
 

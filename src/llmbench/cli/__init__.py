@@ -16,17 +16,11 @@ EXIT_PARTIAL = 3
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Benchmarks for LLM inference and training, with roofline bounds and power.")
 
-# One module per command; each defines register(app).
+# One module per command; each defines register(app) and imports its engine lazily.
 COMMANDS = ("run", "models", "results", "serve", "train", "roofline", "importer", "report",
             "dashboard")
 for _name in COMMANDS:
-    try:
-        _mod = importlib.import_module(f"llmbench.cli.{_name}")
-    except ModuleNotFoundError as e:  # a command not built yet; never hides other import errors
-        if e.name != f"llmbench.cli.{_name}":
-            raise
-        continue
-    _mod.register(app)
+    importlib.import_module(f"llmbench.cli.{_name}").register(app)
 
 
 def main(argv: list[str] | None = None) -> None:

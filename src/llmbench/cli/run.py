@@ -138,7 +138,7 @@ def execute(spec, points, results: Path, *, resume=False, redo_failed=False, iso
         if executor == "ray":
             from llmbench.launch.ray_executor import run_sweep_ray
             result = run_sweep_ray(spec, results, **kw)
-        elif isolate and _isolation_available():
+        elif isolate:
             from llmbench.launch.isolated import run_sweep_isolated
             result = run_sweep_isolated(spec, results, **kw)
         else:
@@ -146,14 +146,6 @@ def execute(spec, points, results: Path, *, resume=False, redo_failed=False, iso
     summary(result)
     if result.failed:
         sys.exit(3)
-
-
-def _isolation_available() -> bool:
-    try:
-        import llmbench.launch.isolated  # noqa: F401
-    except ModuleNotFoundError:
-        return False
-    return True
 
 
 def summary(result) -> None:

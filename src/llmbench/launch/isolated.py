@@ -22,9 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from llmbench.models.sources import ModelRef
-from llmbench.runner import SweepResult, failed_record, group_points, pending, validate
+from llmbench.runner import SweepResult, failed_record, run_sweep
 from llmbench.spec import Point, SweepSpec
-from llmbench.store import Record, Store, new_run_id
+from llmbench.store import Record, Store
 
 #: Per-point limit when the spec gives none: generous, since a big model's point can take long.
 DEFAULT_TIMEOUT_S = 3600.0
@@ -37,15 +37,8 @@ Progress = Callable[[str, Point | None, int], None]
 def run_sweep_isolated(spec: SweepSpec, results: Path, *, resume: bool = False,
                        redo_failed: bool = False, progress: Progress | None = None,
                        points: list[Point] | None = None, run_id: str | None = None) -> SweepResult:
-    points = points if points is not None else spec.points()
-    models = validate(points)  # nothing runs unless every point can
-    store = Store(results)
-    result = SweepResult(run_id or new_run_id(), store.root)
-    points, result.skipped = pending(points, store, resume=resume, redo_failed=redo_failed)
-    say = progress or (lambda *a: None)
-    for group in group_points(points):
-        result.records.extend(run_group_isolated(group, models, result.run_id, store, say))
-    return result
+    return run_sweep(spec, results, run_id=run_id, resume=resume, redo_failed=redo_failed,
+                     progress=progress, points=points, group_runner=run_group_isolated)
 
 
 def run_group_isolated(group: list[Point], models: dict[str, ModelRef], run_id: str,

@@ -16,7 +16,7 @@ from rich.table import Table
 
 from rich.console import Console
 
-from llmbench.train.fmt import fmt
+from llmbench.numfmt import fmt
 from llmbench.errors import SpecError
 from llmbench.spec import parse_list
 from llmbench.store.store import DEFAULT_RESULTS

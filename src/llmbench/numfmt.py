@@ -1,4 +1,5 @@
-"""Number formatting for the train command's table (as llmbench.cli.common.fmt)."""
+"""Number formatting for tables (a leaf module: the train command uses it on GPU machines
+without importing the whole CLI)."""
 
 
 def fmt(v: float | None, digits: int = 3) -> str:
