@@ -44,7 +44,7 @@ def run(
                                  help="run point groups in worker processes (crash-safe)"),
     executor: str = typer.Option("local", "--executor", help="local | ray"),
     point: Optional[int] = typer.Option(None, "--point", help="run only point K (job arrays)"),
-    list_points: bool = typer.Option(False, "--list-points", help="print the expanded points and exit"),
+    list_points: bool = typer.Option(False, "--list-points", help="validate, print the expanded points and exit (dry run)"),
     run_id: Optional[str] = typer.Option(None, "--run-id",
                                          help="record under this run id (e.g. one per job array)"),
 ) -> None:
@@ -89,7 +89,10 @@ def run(
         if not 0 <= point < len(points):
             raise SpecError([("--point", f"{point} is out of range: the sweep has {len(points)} points (0..{len(points) - 1})")])
         points = [points[point]]
-    if list_points:
+    if list_points:  # a dry run: every check that happens before a real run, then the points
+        from llmbench.runner import validate
+
+        validate(points)
         for i, p in enumerate(points):
             out.print(f"{i}\t{p.key}\t{p.backend}\t{p.model}\tbs={p.batch_size}\tin={p.input_len}\tout={p.output_len}\t{p.options.model_dump(exclude_defaults=True)}")
         return
