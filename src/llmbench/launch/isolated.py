@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import select
 import signal
 import subprocess
@@ -25,6 +26,7 @@ from llmbench.models.sources import ModelRef
 from llmbench.runner import SweepResult, failed_record, run_sweep
 from llmbench.spec import Point, SweepSpec
 from llmbench.store import Record, Store
+from llmbench.store.store import atomic_write_text
 
 #: Per-point limit when the spec gives none: generous, since a big model's point can take long.
 DEFAULT_TIMEOUT_S = 3600.0
@@ -107,7 +109,7 @@ class _Worker:
             job = Path(tmp) / "job.json"
             job.write_text(json.dumps({"run_id": self.run_id, "results": str(self.store.root),
                                        "points": [p.model_dump(mode="json") for p in self.points]}))
-            log = open(Path(tmp) / "worker.log", "w+b")
+            log = self.log = open(Path(tmp) / "worker.log", "w+b")
             r, w = os.pipe()
             try:
                 proc = subprocess.Popen(
@@ -171,7 +173,7 @@ class _Worker:
             if ev == "end":
                 return True
             if ev == "record":
-                out.records.append(Record.model_validate_json(Path(msg["path"]).read_text()))
+                out.records.append(self._with_engine_errors(Path(msg["path"])))
                 self.current, self.started = None, True
                 if p is not None:
                     self.say("done", p, 0)
@@ -191,6 +193,17 @@ class _Worker:
             elif ev in ("load", "repeat"):
                 self.say(ev, p, msg.get("n", 0))
         return False
+
+    def _with_engine_errors(self, path: Path) -> Record:
+        """A failed record gets the error lines its engine printed (vLLM's engine processes say
+        the root cause only on stderr, e.g. an unsupported KV block size)."""
+        rec = Record.model_validate_json(path.read_text())
+        if rec.status == "failed":
+            lines = _error_lines(self.log)
+            if lines and lines not in (rec.error or ""):
+                rec.error = f"{rec.error}\nengine output: {lines}"
+                atomic_write_text(path, rec.model_dump_json(indent=1))
+        return rec
 
     def _fail(self, out: _Outcome, cause: str) -> None:
         done = {r.point_key for r in out.records}
@@ -249,6 +262,26 @@ def _tail(log, lines: int = 4, chars: int = 600) -> str:
         return ""
     last = [x.strip() for x in text.splitlines() if x.strip()][-lines:]
     return f"; last output: {' | '.join(last)[-chars:]}" if last else ""
+
+
+def _error_lines(log, keep: int = 3, chars: int = 800) -> str:
+    """The last distinct lines of the worker's output that name an error."""
+    try:
+        log.flush()
+        log.seek(0, os.SEEK_END)
+        log.seek(max(0, log.tell() - 32768))
+        text = log.read().decode("utf-8", "replace")
+    except (OSError, ValueError):
+        return ""
+    found: list[str] = []
+    for line in text.splitlines():
+        m = re.search(r"\b(\w*(?:Error|Exception)): (.+)$", line)
+        if m:
+            msg = f"{m.group(1)}: {m.group(2).strip()}"
+            if msg in found:
+                found.remove(msg)
+            found.append(msg)
+    return " | ".join(found[-keep:])[-chars:]
 
 
 def _kill_group(proc: subprocess.Popen) -> None:
