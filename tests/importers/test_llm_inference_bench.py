@@ -78,7 +78,8 @@ def test_canonical_names(parsed):
     (mi,) = find(records, hw="MI250")
     assert mi.hardware.count == 4 and mi.workload["tensor_parallel"] == 4
     assert mi.model.name == "qwen2-72b" and mi.model.params > 7e10
-    (unk,) = find(records, hw="Gaudi2", kv_cache=None)
+    (unk,) = find(records, hw="Gaudi2", model="foo/unknown-7b")
+    assert unk.workload["kv_cache"] == "with"  # unstated: every engine here decodes with a cache
     assert unk.model.name == "foo/unknown-7b" and any("not in the catalog" in n for n in unk.notes)
 
 
