@@ -1,0 +1,36 @@
+import sys
+import types
+
+from llmbench.hardware import device
+
+
+def _fake_nvml(monkeypatch, count):
+    fake = types.SimpleNamespace(nvmlInit=lambda: None, nvmlShutdown=lambda: None,
+                                 nvmlDeviceGetCount=lambda: count)
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+
+
+def test_auto_picks_cuda_when_nvml_sees_a_gpu(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    _fake_nvml(monkeypatch, 2)
+    assert device.resolve_device("auto") == "cuda"
+    assert device.cuda_device_count() == 2
+
+
+def test_auto_falls_back_to_cpu(monkeypatch):
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    _fake_nvml(monkeypatch, 0)
+    assert device.resolve_device("auto") == "cpu"
+
+
+def test_hidden_gpus_count_as_none(monkeypatch):
+    _fake_nvml(monkeypatch, 4)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")
+    assert device.resolve_device("auto") == "cpu"
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert device.cuda_device_count() == 1
+
+
+def test_explicit_device_is_kept():
+    assert device.resolve_device("cuda:1") == "cuda:1"
+    assert device.resolve_device("cpu") == "cpu"
