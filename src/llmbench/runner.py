@@ -241,6 +241,9 @@ def run_group(group: list[Point], models: dict[str, ModelRef], run_id: str, stor
                 say("measured", p, 0)  # the engine's part is over; what follows is bookkeeping
                 rec.metrics["load_time_s"] = summarize([load_s], "s", keep_samples=False)
                 rec.backend.options = backend.effective_options()
+                for k, v in backend.model_facts().items():
+                    setattr(rec.model, k, v)
+                rec.workload.update(backend.workload_facts())
                 attach_roofline(rec)
             except Exception as e:
                 rec.status, rec.error = "failed", _describe(e)

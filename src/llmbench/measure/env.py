@@ -27,6 +27,10 @@ def package_version(name: str) -> str | None:
 
 @functools.cache
 def git_sha() -> str | None:
+    # A copy of the tree without .git (a job's staging copy, the device tool's) is told its commit
+    # by whoever copied it; the value is taken as given.
+    if os.environ.get("LLMBENCH_GIT_SHA"):
+        return os.environ["LLMBENCH_GIT_SHA"]
     here = Path(llmbench.__file__).resolve().parent
     try:
         out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True,

@@ -100,6 +100,8 @@ def model_path(name: str, fmt: Literal["gguf", "hf"] = "gguf") -> Path:
     # tokens); engines cast to their own dtype at load.
     target = cache_dir() / "models" / (f"{ref.name}-hf-f32" if ref.source == "bundled" else f"{ref.name}-hf")
     if (target / "config.json").exists():
+        if ref.source == "synthetic":
+            _ensure_synthetic_tokenizer(ref.arch, target)
         return target
     if ref.source == "bundled":
         _atomic_dir(target, _dequantise_smollm2)
@@ -178,6 +180,24 @@ def hf_config_dict(arch: ModelArch) -> dict:
 
 
 def _write_synthetic_config(arch: ModelArch, out: Path) -> None:
-    # Only the config: engines build random weights (vLLM: load_format="dummy").
+    # Only the config (engines build random weights: vLLM's load_format="dummy") and, where the
+    # tokenizers package is installed, a made-up tokenizer of the whole vocabulary for servers.
     (out / "config.json").write_text(json.dumps(hf_config_dict(arch), indent=1))
     (out / "LLMBENCH_SYNTHETIC").write_text("random weights; built from the catalog entry\n")
+    _ensure_synthetic_tokenizer(arch, out)
+
+
+def _ensure_synthetic_tokenizer(arch: ModelArch, model_dir: Path) -> None:
+    """Add the word-level tokenizer (models/synthetic_tokenizer.py) to a synthetic model's
+    directory that lacks it (directories made by older versions), written aside then renamed."""
+    from llmbench.models.synthetic_tokenizer import FILES, has_tokenizer, write_wordlevel_tokenizer
+
+    if has_tokenizer(model_dir) or importlib.util.find_spec("tokenizers") is None:
+        return
+    tmp = Path(tempfile.mkdtemp(dir=model_dir.parent, prefix=f".{model_dir.name}-tok-"))
+    try:
+        write_wordlevel_tokenizer(arch.vocab, tmp)
+        for f in FILES:
+            os.replace(tmp / f, model_dir / f)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)

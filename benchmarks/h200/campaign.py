@@ -1,0 +1,164 @@
+"""The single-GPU LLaMA-3-8B campaign of LLM-Inference-Bench, through the llmbench CLI, on an H200.
+
+Engines: vLLM (bf16, its default CUDA graphs), llama.cpp (F16 and Q4_0 GGUF, every layer on the
+GPU, flash attention on) and transformers (the compiled static-cache fast path). Batch 1, 16, 32,
+64; input = output length, 128 and 2048, as in the study's data. Every figure is an llmbench
+record with NVML energy. Each part fits one 10-minute call of the `device` tool; the machine is
+set up by `benchmarks/h200/setup.sh` (docs/gpu-campaign.md has the whole recipe).
+
+    python3 benchmarks/h200/campaign.py PART --out DIR [--budget-s 540] [--dry-run]
+
+PART: vllm-128 | vllm-2048 | llamacpp | serve | transformers | list. Steps run in priority order;
+one that would start past the budget, or whose engine is missing, is skipped and written with its
+reason to DIR/skipped-PART.txt, never silently dropped. Records land in DIR/records-PART.tgz.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+MODEL = "llama-3-8b"
+BATCHES = "1,16,32,64"
+
+# A step: (label, argv after `python -m llmbench` or a script path, estimated seconds, needs).
+Step = tuple[str, list[str], float, str]
+
+
+def llmbench_run(*args: str, model: str = MODEL) -> list[str]:
+    return [sys.executable, "-m", "llmbench", "run", "--model", model, "--device", "cuda", *args]
+
+
+def script(name: str, *args: str) -> list[str]:
+    return [sys.executable, str(HERE.parent / name), *args]
+
+
+def plan(part: str, results: str) -> list[Step]:
+    """The study's lengths are input = output (128 and 2048 here), batches 1-64."""
+    R = ["--results", results]
+    if part == "vllm-128":
+        return [
+            ("vLLM: llmbench vs vLLM's own API and latency benchmark, b1 and b64, in/out 128",
+             script("vllm_crosscheck.py", "--device", "cuda", "--model", MODEL, "--dtype", "bf16",
+                    "--batch-size", "1,64", "--input-len", "128", "--output-len", "128",
+                    "--rounds", "3", "--per-round", "3", "--results", results), 200, "vllm"),
+            ("vLLM sweep, in/out 128",
+             llmbench_run("--backend", "vllm", "--dtype", "bf16", "--batch-size", BATCHES,
+                          "--input-len", "128", "--output-len", "128",
+                          "--warmups", "1", "--repeats", "3", *R), 120, "vllm"),
+        ]
+    if part == "vllm-2048":
+        # 2048 generated tokens take 11-25 s a batch: two repeats per point after one warm-up.
+        return [
+            ("vLLM sweep, in/out 2048",
+             llmbench_run("--backend", "vllm", "--dtype", "bf16", "--batch-size", BATCHES,
+                          "--input-len", "2048", "--output-len", "2048",
+                          "--warmups", "1", "--repeats", "2", *R), 300, "vllm"),
+        ]
+    if part == "llamacpp":
+        fa = ["-B", "llamacpp.flash_attn=true"]
+        f16, q4 = f"{MODEL}@f16", f"{MODEL}@q4_0"
+        return [
+            ("GGUF files: random-weight F16, then Q4_0 by llama.cpp's quantiser",
+             [sys.executable, "-m", "llmbench", "models", "path", q4, "--format", "gguf"], 60, "llama_cpp"),
+            ("llama.cpp: llmbench vs llama-bench (tg128, pp128), F16, batch 1",
+             script("llamacpp_crosscheck.py", "--model", f16, "--results", results), 60, "llama_cpp"),
+            ("llama.cpp F16 and Q4_0 sweep, in/out 128",
+             llmbench_run("--backend", "llamacpp", "--batch-size", BATCHES, "--input-len", "128",
+                          "--output-len", "128", "--warmups", "1", "--repeats", "3", *fa, *R,
+                          model=f"{f16},{q4}"), 120, "llama_cpp"),
+            ("llama.cpp F16 and Q4_0, in/out 2048, batch 1",
+             llmbench_run("--backend", "llamacpp", "--batch-size", "1", "--input-len", "2048",
+                          "--output-len", "2048", "--warmups", "0", "--repeats", "2", *fa, *R,
+                          model=f"{f16},{q4}"), 80, "llama_cpp"),
+            ("llama.cpp F16, in/out 2048, batch 16, 32, 64",
+             llmbench_run("--backend", "llamacpp", "--batch-size", "16,32,64", "--input-len", "2048",
+                          "--output-len", "2048", "--warmups", "0", "--repeats", "1", *fa, *R,
+                          model=f16), 240, "llama_cpp"),
+        ]
+    if part == "serve":
+        return [
+            ("vLLM server: llmbench serve vs `vllm bench serve`, concurrency 1, 16, 64",
+             script("vllm_serve_crosscheck.py", "--model", MODEL, "--device", "cuda",
+                    "--concurrency", "1,16,64", "--input-len", "128", "--output-len", "128",
+                    "--results", results), 420, "vllm"),
+        ]
+    if part == "transformers":
+        fast = ["-o", "kv_cache=static", "-o", "compile=true"]
+        return [
+            ("transformers fast path, in/out 128, batch 1-64",
+             llmbench_run("--backend", "transformers", "--dtype", "bf16", *fast, "--batch-size", BATCHES,
+                          "--input-len", "128", "--output-len", "128", "--warmups", "1",
+                          "--repeats", "3", *R), 360, "torch"),
+            ("transformers fast path, in/out 2048, batch 1",
+             llmbench_run("--backend", "transformers", "--dtype", "bf16", *fast, "--batch-size", "1",
+                          "--input-len", "2048", "--output-len", "2048", "--warmups", "1",
+                          "--repeats", "2", *R), 150, "torch"),
+        ]
+    raise SystemExit(f"unknown part {part!r}")
+
+
+PARTS = ("vllm-128", "vllm-2048", "llamacpp", "serve", "transformers")
+
+
+def have(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("part", choices=[*PARTS, "list"])
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--budget-s", type=float, default=540.0)
+    ap.add_argument("--dry-run", action="store_true", help="print the steps, run nothing")
+    a = ap.parse_args()
+    a.out.mkdir(parents=True, exist_ok=True)
+    if a.part == "list":
+        for part in PARTS:
+            for label, argv, est, needs in plan(part, "RESULTS"):
+                print(f"{part:13} ~{est:4.0f} s  {label}\n{'':20}{shlex.join(argv)}")
+        return 0
+    results = a.out / f"records-{a.part}"
+    deadline = time.monotonic() + a.budget_s
+    skipped: list[str] = []
+    failed = 0
+    for label, argv, est, needs in plan(a.part, str(results)):
+        left = deadline - time.monotonic()
+        if not have(needs):
+            skipped.append(f"{label}: python module {needs!r} is not installed here")
+        elif left < min(est, 60):
+            skipped.append(f"{label}: {left:.0f} s of the budget left, the step needs ~{est:.0f} s")
+        if skipped and skipped[-1].startswith(label):
+            print(f"== SKIPPED {skipped[-1]}", flush=True)
+            continue
+        print(f"== {label}\n$ {shlex.join(argv)}", flush=True)
+        if a.dry_run:
+            continue
+        t0 = time.monotonic()
+        try:
+            rc = subprocess.run(argv, timeout=max(left, 1), env={**os.environ, "PYTHONUNBUFFERED": "1"}).returncode
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
+            skipped.append(f"{label}: killed at the budget's end after {time.monotonic() - t0:.0f} s "
+                           "(the points it stored are kept)")
+        failed += rc != 0
+        print(f"== exit {rc} after {time.monotonic() - t0:.0f} s", flush=True)
+    (a.out / f"skipped-{a.part}.txt").write_text("".join(s + "\n" for s in skipped) or "nothing skipped\n")
+    if results.exists():
+        with tarfile.open(a.out / f"records-{a.part}.tgz", "w:gz") as tar:
+            tar.add(results, arcname=".")
+    print(f"== {a.part}: {len(skipped)} step(s) skipped, {failed} exited non-zero; see {a.out}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

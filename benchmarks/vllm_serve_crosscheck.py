@@ -1,0 +1,112 @@
+"""llmbench's serving client vs vLLM's own `vllm bench serve`, against ONE vLLM server, at the
+same closed-loop concurrency levels, prompt/output lengths and request counts.
+
+The server is started once by llmbench (`launch.servers.launched`, as `llmbench serve --launch
+vllm` does; for a random-weight catalog model that means `--load-format dummy` and the made-up
+word-level tokenizer of the model's whole vocabulary, so prompts of N words are N tokens on both
+sides). Per concurrency level C, first `llmbench serve URL -c C`, then `vllm bench serve
+--max-concurrency C --request-rate inf --dataset-name random --random-range-ratio 0
+--ignore-eos`. Printed side by side: output throughput, TTFT median/mean, ITL mean, TPOT median.
+
+Definitions differ, and the print says where: vLLM's client starts TTFT at its own send time
+and counts ITL per streamed chunk; llmbench starts TTFT at the scheduled send time (closed
+loop: the same instant) and splits a k-token chunk into k tokens (docs/metrics.md). vLLM streams
+one token per chunk by default, so the ITLs should agree; a TTFT gap is client overhead.
+
+    python3 benchmarks/vllm_serve_crosscheck.py --model llama-3-8b --device cuda \
+        --concurrency 1,16,64 --input-len 128 --output-len 128 [--results DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+
+def n_prompts(c: int) -> int:
+    return max(24, 4 * c)  # every level runs >= 4 full waves of requests
+
+
+def llmbench_serve(url: str, a, c: int, results: Path) -> dict:
+    cmd = [sys.executable, "-m", "llmbench", "serve", url, "--model", a.model, "-c", str(c),
+           "-n", str(n_prompts(c)), "--input-len", str(a.input_len), "--output-len", str(a.output_len),
+           "--device", a.device, "--results", str(results)]
+    print("$", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=False)
+    recs = [json.loads(p.read_text()) for p in results.rglob("*.json")]
+    recs = [r for r in recs if r.get("kind") == "serving" and r["workload"].get("concurrency") == c]
+    if not recs:
+        return {}
+    m = max(recs, key=lambda r: r["created_at"])["metrics"]
+    g = lambda k, s: (m.get(k) or {}).get(s)  # noqa: E731
+    return {"output_tok_s": g("output_throughput_tok_s", "mean"), "ttft_median_ms": 1e3 * g("ttft_s", "median"),
+            "ttft_mean_ms": 1e3 * g("ttft_s", "mean"), "itl_mean_ms": 1e3 * g("itl_s", "mean"),
+            "tpot_median_ms": 1e3 * g("tpot_s", "median"), "completed": g("requests_completed", "mean")}
+
+
+def vllm_bench_serve(url: str, served: str, tokenizer: str, a, c: int, out: Path) -> dict:
+    name = f"vllm-bench-c{c}.json"
+    cmd = [sys.executable, "-m", "vllm.entrypoints.cli.main", "bench", "serve", "--backend", "vllm",
+           "--base-url", url, "--model", served, "--tokenizer", tokenizer, "--dataset-name", "random",
+           "--random-input-len", str(a.input_len), "--random-output-len", str(a.output_len),
+           "--random-range-ratio", "0", "--num-prompts", str(n_prompts(c)), "--max-concurrency", str(c),
+           "--request-rate", "inf", "--ignore-eos", "--temperature", "0", "--disable-tqdm",
+           "--save-result", "--result-dir", str(out), "--result-filename", name]
+    print("$", " ".join(cmd), flush=True)
+    subprocess.run(cmd, check=False)
+    path = out / name
+    if not path.exists():
+        return {}
+    r = json.loads(path.read_text())
+    return {"output_tok_s": r["output_throughput"], "ttft_median_ms": r["median_ttft_ms"],
+            "ttft_mean_ms": r["mean_ttft_ms"], "itl_mean_ms": r["mean_itl_ms"],
+            "tpot_median_ms": r["median_tpot_ms"], "completed": r["completed"]}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", default="llama-3-8b")
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--concurrency", default="1,16,64")
+    ap.add_argument("--input-len", type=int, default=128)
+    ap.add_argument("--output-len", type=int, default=128)
+    ap.add_argument("--results", type=Path, default=None)
+    ap.add_argument("--server-arg", action="append", default=[])
+    a = ap.parse_args()
+    levels = [int(c) for c in a.concurrency.split(",")]
+
+    from llmbench.launch.servers import launched
+    from llmbench.models.sources import model_path, resolve
+
+    results = a.results or Path(tempfile.mkdtemp(prefix="serve-crosscheck-"))
+    results.mkdir(parents=True, exist_ok=True)
+    tokenizer = str(model_path(a.model, "hf"))
+    served = resolve(a.model).name
+    rows = []
+    with launched("vllm", a.model, device=a.device, extra_args=a.server_arg, ready_timeout_s=420,
+                  log_dir=results) as srv:
+        print(f"vLLM {srv.version} server at {srv.url} healthy after {srv.startup_s:.0f} s: "
+              f"{' '.join(srv.command[3:])}", flush=True)
+        for c in levels:
+            ours = llmbench_serve(srv.url, a, c, results)
+            theirs = vllm_bench_serve(srv.url, served, tokenizer, a, c, results)
+            rows.append({"concurrency": c, "requests": n_prompts(c), "llmbench": ours, "vllm_bench_serve": theirs})
+    print(f"\n{a.model} on vLLM {srv.version} ({a.device}), in {a.input_len} / out {a.output_len}, "
+          "closed loop; llmbench | vllm bench serve | ratio")
+    keys = ("output_tok_s", "ttft_median_ms", "ttft_mean_ms", "itl_mean_ms", "tpot_median_ms", "completed")
+    for row in rows:
+        print(f" concurrency {row['concurrency']} ({row['requests']} requests)")
+        for k in keys:
+            o, t = row["llmbench"].get(k), row["vllm_bench_serve"].get(k)
+            ratio = f"{o / t:.3f}" if o and t else "-"
+            fmt = lambda v: "-" if v is None else f"{v:10.2f}"  # noqa: E731
+            print(f"   {k:16} {fmt(o)} | {fmt(t)} | {ratio}")
+    (results / "serve-crosscheck.json").write_text(json.dumps(rows, indent=1))
+
+
+if __name__ == "__main__":
+    main()
