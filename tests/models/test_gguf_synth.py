@@ -61,6 +61,20 @@ def test_f16_metadata_reads_back():
     assert (tensors["blk.0.attn_norm.weight"].data == 1).all()
 
 
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_every_tensor_is_whole_in_the_file(name):
+    path = model_path(name, "gguf")
+    r = gguf.GGUFReader(path)
+    want = gguf_synth.tensor_shapes(CATALOG[name])
+    assert [t.name for t in r.tensors] == list(want)
+    for t in r.tensors:
+        shape, dtype = want[t.name]
+        assert list(t.shape) == list(reversed(shape)) and t.data.size == t.n_elements
+        assert t.tensor_type.name == dtype.upper()
+    last = r.tensors[-1]
+    assert path.stat().st_size >= last.data_offset + last.n_bytes
+
+
 def test_tied_embeddings_write_no_output_matrix():
     names = {t.name for t in gguf.GGUFReader(model_path("tiny-llama")).tensors}
     assert "output.weight" not in names and "token_embd.weight" in names

@@ -225,12 +225,13 @@ def write_f16(arch: ModelArch, path: Path, seed: int = 0) -> None:
     with open(path, "ab") as fout:
         _pad(fout, alignment)
         for k, (name, (shape, dtype)) in enumerate(shapes.items()):
-            if dtype == "f32":  # small 1-D: norms at 1, biases small random
-                values = (np.ones(shape, np.float32) if name.endswith("norm.weight")
-                          else block[: shape[0]].astype(np.float32))
+            n = int(np.prod(shape))
+            if dtype == "f32":  # small (norms at 1; biases and MoE routers random), held whole
+                values = (np.ones(n, np.float32) if name.endswith("norm.weight")
+                          else np.resize(block, n).astype(np.float32))
                 fout.write(values.tobytes())
             else:
-                _write_repeated(fout, block_bytes, int(np.prod(shape)) * 2, start=(k * 4099 * 2) % len(block_bytes))
+                _write_repeated(fout, block_bytes, n * 2, start=(k * 4099 * 2) % len(block_bytes))
             _pad(fout, alignment)
 
 
