@@ -1,6 +1,7 @@
 """Random-weight GGUF files of catalog architectures: read back, loaded and run by llama.cpp."""
 
 import itertools
+import os
 
 import pytest
 
@@ -99,6 +100,15 @@ def test_cache_is_reused_without_writing(monkeypatch):
     monkeypatch.setattr(gguf_synth, "quantize", no_write)
     assert model_path("tiny-llama", "gguf") == first
     assert first.stat().st_mtime_ns == stamp
+
+
+def test_file_mode_follows_the_umask():
+    old = os.umask(0o022)
+    try:
+        path = model_path("tiny-llama", "gguf")
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644
 
 
 def test_failed_write_leaves_nothing_under_the_final_name(monkeypatch, tmp_path):

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import ctypes
 import os
+import secrets
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Literal, get_args
 
@@ -80,9 +80,9 @@ def _atomic_file(target: Path, size_bytes: int, build) -> None:
     if free < size_bytes * 1.05:
         raise ModelError([("model", f"writing {target.name} needs about {size_bytes / 1e9:.1f} GB; "
                                     f"{free / 1e9:.1f} GB free under {target.parent}")])
-    fd, tmp_name = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}-", suffix=".tmp")
-    os.close(fd)
-    tmp = Path(tmp_name)
+    # A unique name, created by the writer itself: the file gets the user's umask (mkstemp's
+    # 0600 would make a shared cache unreadable to others).
+    tmp = target.parent / f".{target.name}-{os.getpid()}-{secrets.token_hex(4)}.tmp"
     try:
         build(tmp)
         os.replace(tmp, target)
