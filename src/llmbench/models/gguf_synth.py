@@ -64,13 +64,22 @@ def synthetic_gguf(arch: ModelArch, gguf_type: str = "f16") -> Path:
     return target
 
 
-def _check_supported(arch: ModelArch) -> None:
+def gguf_unsupported(arch: ModelArch) -> str | None:
+    """Why no random-weight GGUF can be written for arch (None: it can). Cheap: for checks
+    made before anything runs."""
     if arch.family not in _GGUF_ARCH:
-        raise ModelError([("model", f"{arch.name}: no random-weight GGUF writer for the "
-                                    f"{arch.family!r} family (supported: {', '.join(_GGUF_ARCH)})")])
+        return (f"{arch.name}: no random-weight GGUF writer for the {arch.family!r} family "
+                f"(supported: {', '.join(_GGUF_ARCH)})")
     if arch.hidden % arch.heads:
-        raise ModelError([("model", f"{arch.name}: hidden size {arch.hidden} is not a multiple of "
-                                    f"{arch.heads} heads, which llama.cpp requires")])
+        return (f"{arch.name}: hidden size {arch.hidden} is not a multiple of {arch.heads} heads, "
+                "which llama.cpp requires")
+    return None
+
+
+def _check_supported(arch: ModelArch) -> None:
+    reason = gguf_unsupported(arch)
+    if reason:
+        raise ModelError([("model", reason)])
 
 
 def _atomic_file(target: Path, size_bytes: int, build) -> None:
