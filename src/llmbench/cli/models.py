@@ -30,11 +30,21 @@ def models(ctx: typer.Context) -> None:
 
 
 @models_app.command("path")
-def path(name: str, format: str = typer.Option("gguf", "--format", help="gguf | hf")) -> None:
-    """Print (preparing it if needed, cached outside the repository) the path of NAME's files."""
+def path(name: str, format: str = typer.Option("gguf", "--format", help="gguf | hf"),
+         gguf_type: str = typer.Option(None, "--gguf-type",
+                                       help="f16 | q8_0 | q4_0: weight type of a synthetic "
+                                            "model's random-weight GGUF (default f16)")) -> None:
+    """Print (preparing it if needed, cached outside the repository) the path of NAME's files.
+
+    A synthetic (catalog) model in GGUF is written once with random weights: F16 at disk speed,
+    Q8_0 / Q4_0 by llama.cpp's own quantiser from the F16 file.
+    """
     from llmbench.errors import SpecError
+    from llmbench.models.gguf_synth import GGUF_TYPES
     from llmbench.models.sources import model_path
 
     if format not in ("gguf", "hf"):
         raise SpecError([("--format", f"{format!r} is not one of gguf, hf")])
-    print(model_path(name, format))
+    if gguf_type is not None and gguf_type not in GGUF_TYPES:
+        raise SpecError([("--gguf-type", f"{gguf_type!r} is not one of {', '.join(GGUF_TYPES)}")])
+    print(model_path(name, format, gguf_type=gguf_type))

