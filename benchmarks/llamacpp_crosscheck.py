@@ -12,7 +12,7 @@ after the first, which the prompt's evaluation yields):
 The contexts differ by design: tg128 decodes at positions 0..127, llmbench at 128..255 (after
 its prompt); at 8B that costs a few microseconds of attention per token.
 
-    python3 benchmarks/llamacpp_crosscheck.py --model llama-3-8b@f16 [--llama-bench PATH]
+    python3 benchmarks/llamacpp_crosscheck.py --model llama-3-8b [--gguf-type f16] [--llama-bench PATH]
         [--repeats 5] [--device cuda] [--results DIR]
 
 llama-bench's path defaults to the one benchmarks/h200/setup.sh wrote (~/carry/llama-bench.path).
@@ -44,11 +44,13 @@ def llama_bench(binary: str, gguf: str, repeats: int, gpu: bool, threads: int) -
     return tests
 
 
-def llmbench_point(model: str, device: str, repeats: int, results: Path) -> dict:
+def llmbench_point(model: str, gguf_type: str | None, device: str, repeats: int, results: Path) -> dict:
     cmd = [sys.executable, "-m", "llmbench", "run", "--backend", "llamacpp", "--model", model,
            "--device", device, "--batch-size", "1", "--input-len", "128", "--output-len", "129",
            "--warmups", "1", "--repeats", str(repeats), "-B", "llamacpp.flash_attn=true",
            "--results", str(results)]
+    if gguf_type:
+        cmd += ["-B", f"llamacpp.gguf_type={gguf_type}"]
     print("$", " ".join(cmd), flush=True)
     subprocess.run(cmd, check=True)
     recs = [json.loads(p.read_text()) for p in sorted(results.rglob("*.json"))]
@@ -59,19 +61,21 @@ def llmbench_point(model: str, device: str, repeats: int, results: Path) -> dict
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--model", default="llama-3-8b@f16")
+    ap.add_argument("--model", default="llama-3-8b", help="catalog name (random weights) or a .gguf")
+    ap.add_argument("--gguf-type", default=None, help="f16 | q8_0 | q4_0, for a catalog model")
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--llama-bench", default=None)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--results", type=Path, default=None)
     a = ap.parse_args()
     binary = a.llama_bench or Path("~/carry/llama-bench.path").expanduser().read_text().strip()
-    gguf = subprocess.run([sys.executable, "-m", "llmbench", "models", "path", a.model, "--format", "gguf"],
+    gguf = subprocess.run([sys.executable, "-m", "llmbench", "models", "path", a.model, "--format", "gguf",
+                           *(["--gguf-type", a.gguf_type] if a.gguf_type else [])],
                           check=True, capture_output=True, text=True).stdout.strip().splitlines()[-1]
     gpu = a.device.startswith("cuda")
     theirs = llama_bench(binary, gguf, a.repeats, gpu, os.cpu_count() or 1)
     results = a.results or Path(tempfile.mkdtemp(prefix="llamacpp-crosscheck-"))
-    rec = llmbench_point(a.model, a.device, a.repeats, results)
+    rec = llmbench_point(a.model, a.gguf_type, a.device, a.repeats, results)
     m = rec["metrics"]
     ttft = m["ttft_s"]["samples"]
     e2e = m["e2e_s"]["samples"]

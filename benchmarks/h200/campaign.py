@@ -64,24 +64,26 @@ def plan(part: str, results: str) -> list[Step]:
         ]
     if part == "llamacpp":
         fa = ["-B", "llamacpp.flash_attn=true"]
-        f16, q4 = f"{MODEL}@f16", f"{MODEL}@q4_0"
+        both, f16 = ["-B", "llamacpp.gguf_type=f16,q4_0"], ["-B", "llamacpp.gguf_type=f16"]
         return [
             ("GGUF files: random-weight F16, then Q4_0 by llama.cpp's quantiser",
-             [sys.executable, "-m", "llmbench", "models", "path", q4, "--format", "gguf"], 60, "llama_cpp"),
+             [sys.executable, "-m", "llmbench", "models", "path", MODEL, "--format", "gguf",
+              "--gguf-type", "q4_0"], 60, "llama_cpp"),
             ("llama.cpp: llmbench vs llama-bench (tg128, pp128), F16, batch 1",
-             script("llamacpp_crosscheck.py", "--model", f16, "--results", results), 60, "llama_cpp"),
+             script("llamacpp_crosscheck.py", "--model", MODEL, "--gguf-type", "f16",
+                    "--results", results), 60, "llama_cpp"),
             ("llama.cpp F16 and Q4_0 sweep, in/out 128",
              llmbench_run("--backend", "llamacpp", "--batch-size", BATCHES, "--input-len", "128",
-                          "--output-len", "128", "--warmups", "1", "--repeats", "3", *fa, *R,
-                          model=f"{f16},{q4}"), 120, "llama_cpp"),
+                          "--output-len", "128", "--warmups", "1", "--repeats", "3", *fa, *both, *R),
+             120, "llama_cpp"),
             ("llama.cpp F16 and Q4_0, in/out 2048, batch 1",
              llmbench_run("--backend", "llamacpp", "--batch-size", "1", "--input-len", "2048",
-                          "--output-len", "2048", "--warmups", "0", "--repeats", "2", *fa, *R,
-                          model=f"{f16},{q4}"), 80, "llama_cpp"),
+                          "--output-len", "2048", "--warmups", "0", "--repeats", "2", *fa, *both, *R),
+             80, "llama_cpp"),
             ("llama.cpp F16, in/out 2048, batch 16, 32, 64",
              llmbench_run("--backend", "llamacpp", "--batch-size", "16,32,64", "--input-len", "2048",
-                          "--output-len", "2048", "--warmups", "0", "--repeats", "1", *fa, *R,
-                          model=f16), 240, "llama_cpp"),
+                          "--output-len", "2048", "--warmups", "0", "--repeats", "1", *fa, *f16, *R),
+             240, "llama_cpp"),
         ]
     if part == "serve":
         return [

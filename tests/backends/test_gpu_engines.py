@@ -45,7 +45,8 @@ def test_vllm_on_gpu_keeps_vllms_default_mode_and_forced_lengths(tmp_path):
 
 @pytest.mark.skipif(not has("llama_cpp"), reason="llama-cpp-python not installed")
 def test_llamacpp_on_gpu_offloads_every_layer_and_batches_sequences(tmp_path):
-    recs = run(tmp_path, "--backend", "llamacpp", "--model", "llama-3-8b@q4_0", "--batch-size", "1,4",
+    recs = run(tmp_path, "--backend", "llamacpp", "--model", "llama-3-8b", "-B", "llamacpp.gguf_type=q4_0",
+               "--batch-size", "1,4",
                "--input-len", "32", "--output-len", "16", "-B", "llamacpp.flash_attn=true",
                "--warmups", "1", "--repeats", "2")
     for rec in recs:
