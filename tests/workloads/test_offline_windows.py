@@ -121,3 +121,16 @@ def test_no_meter_runs_one_batch_per_repeat():
 
 def test_energy_window_setting_does_not_change_the_point_key():
     assert point(energy_min_window_s=0).key == point().key != point(repeats=7).key
+
+
+def test_record_power_names_the_method_its_windows_used(monkeypatch):
+    from llmbench import runner
+    from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
+
+    monkeypatch.setattr(runner, "open_meter", lambda device, count=1: WattMeter())
+    p = point(repeats=2, energy_min_window_s=0)
+    rec = Record(run_id="t", kind="inference", backend=BackendInfo(name="fake"),
+                 model=ModelInfo(name="fake"), hardware=HardwareInfo(name="cpu"))
+    runner.run_point(SlowReturn(p), p, rec)
+    assert rec.power["method"] == COUNTER and rec.power["windows_by_method"] == {COUNTER: 2}
+    assert rec.metrics["energy_j"].n == 2
