@@ -82,7 +82,7 @@ def run_offline(backend: Backend, point: Point, meter: EnergyMeter,
     if windows and min(windows) < MIN_RELIABLE_WINDOW_S:
         notes.append(f"energy unreliable: measured over windows of {min(windows):.2f} s, under "
                      f"{MIN_RELIABLE_WINDOW_S:g} s (energy_min_window_s="
-                     f"{point.energy_min_window_s:g}); the energy counter is too coarse for that")
+                     f"{point.energy_min_window_s:g}); NVML's energy counter is too coarse for that")
     if short:
         notes.append(f"{short} request(s) returned a different number of tokens than "
                      f"output_len={point.output_len}")
