@@ -84,7 +84,7 @@ def test_batch_latency_ends_at_the_last_token_not_at_generate_return():
     assert lat.n == ret.n == 2
     assert all(r - b >= TAIL_S * 0.99 for b, r in zip(lat.samples, ret.samples))
     # throughput is tokens over the batch latency (to the last token)
-    assert m["output_throughput_tok_s"].mean == pytest.approx(10 / lat.mean, rel=0.05)
+    assert m["output_throughput_tok_s"].samples == pytest.approx([10 / x for x in lat.samples])
 
 
 def test_energy_window_is_lengthened_and_divided_but_latency_repeats_are_not():
@@ -95,10 +95,11 @@ def test_energy_window_is_lengthened_and_divided_but_latency_repeats_are_not():
     n = m["energy_batches_per_window"]
     assert n.min > 1                          # a ~60 ms batch alone is under 0.3 s
     assert m["energy_window_s"].min >= 0.3
-    # per-batch energy = window energy / batches; power = window energy / window time
+    # per-batch energy = window energy / batches (k >= 2: a missing division is off by >= 2x);
+    # power = window energy / window time. Tolerance: a preempted read at a window edge
     for e, w, k in zip(m["energy_j"].samples, m["energy_window_s"].samples, n.samples):
-        assert e == pytest.approx(WattMeter.POWER_W * w / k, rel=0.02)
-    assert m["avg_power_w"].mean == pytest.approx(WattMeter.POWER_W, rel=0.02)
+        assert e == pytest.approx(WattMeter.POWER_W * w / k, rel=0.1)
+    assert m["avg_power_w"].mean == pytest.approx(WattMeter.POWER_W, rel=0.1)
     # two timed batches, whatever the number run for energy
     assert m["batch_latency_s"].n == 2 and be.calls == 2 * n.mean
     # engine timings come from the timed batch, not the last energy batch
