@@ -142,11 +142,11 @@ def run_point(backend, point: Point, rec: Record, on_repeat=None) -> Record:
     from llmbench.workloads.perplexity import run_perplexity
 
     meter = open_meter(point.device, backend.device_count())
-    rec.power = meter.describe()
     if point.workload == "perplexity":
         metrics, notes = run_perplexity(backend, point, meter)
     else:
         metrics, notes = run_offline(backend, point, meter, on_repeat=on_repeat)
+    rec.power = meter.describe()  # after the windows: it names the method they actually used
     rec.metrics.update(metrics)
     rec.notes.extend(notes)
     peak = backend.memory_peak_gib()

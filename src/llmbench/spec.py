@@ -68,6 +68,9 @@ class SweepSpec(Strict):
     warmups: int = Field(1, ge=0)
     seed: int = 0
     timeout_s: float | None = Field(None, gt=0, description="per-point time limit")
+    energy_min_window_s: float = Field(
+        2.0, ge=0, description="offline: repeat the batch inside each energy window until it "
+        "lasts this long (NVML's counter is too coarse for shorter ones); 0 = one batch")
     perplexity: PerplexityConfig = PerplexityConfig()
 
     @field_validator("backends", "models", "dtype", "batch_size", "input_len", "output_len",
@@ -112,11 +115,14 @@ class Point(Strict):
     warmups: int = 1
     seed: int = 0
     timeout_s: float | None = None
+    energy_min_window_s: float = 2.0
     perplexity: PerplexityConfig | None = None
 
     @property
     def key(self) -> str:
-        blob = json.dumps(self.model_dump(mode="json", exclude={"timeout_s"}), sort_keys=True)
+        # how long to run or meter a point does not change what it measures: not in the key
+        blob = json.dumps(self.model_dump(mode="json", exclude={"timeout_s", "energy_min_window_s"}),
+                          sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     @property
@@ -190,6 +196,7 @@ def expand(spec: SweepSpec) -> list[Point]:
                     dtype=dtype, batch_size=bs, input_len=il, output_len=ol, options=opts,
                     backend_options=bopts, repeats=spec.repeats, warmups=spec.warmups,
                     seed=spec.seed, timeout_s=spec.timeout_s,
+                    energy_min_window_s=spec.energy_min_window_s,
                     perplexity=spec.perplexity if spec.workload == "perplexity" else None))
     return points
 

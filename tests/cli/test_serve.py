@@ -57,6 +57,10 @@ def test_two_concurrencies_give_two_records_with_all_metrics(tmp_path, capsys):
         assert r.workload["input_len"] == 16 and r.workload["output_len"] == 8
         assert r.backend.options["served_model"] == "fault-model"   # from GET /v1/models
         assert r.env["python"] and r.power["available"] in (True, False)
+        # closed loop: never more in flight than the concurrency, and requests of >= 24 ms
+        # sent back to back keep the server busy for most of the window
+        c = r.workload["concurrency"]
+        assert m["inflight_mean"].unit == "requests" and 0.2 < m["inflight_mean"].mean <= c
 
 
 def test_faults_are_counted_and_the_run_completes(tmp_path, capsys):
@@ -86,6 +90,8 @@ def test_open_loop_with_cap_and_chat(tmp_path, capsys):
     assert all("messages" in b and b["ignore_eos"] and b["min_tokens"] == 4 for b in bodies)
     for r in recs:
         assert r.metrics["all_ttft_s"].n == 8 and r.serving["window_s"]["steady_start"] > 0
+        # open loop has no fixed concurrency: the load is measured (capped at 2 here)
+        assert 0 < r.metrics["all_inflight_mean"].mean <= 2
     # rate=inf: every request is scheduled at t=0, inside the warm-up: none is steady-state.
     assert "ttft_s" not in recs[0].metrics and any("steady-state window" in n for n in recs[0].notes)
     assert 0 < recs[1].metrics["ttft_s"].n < 8

@@ -87,7 +87,25 @@ def test_training_record():
             metrics={"tokens_per_s": [100_000.0], "tflops": [200.0], "step_time_s": [0.08]})
     assert roofline.annotate(t)
     assert set(t.roofline.efficiency) == {"tokens_per_s", "tflops", "step_time_s"}
-    assert t.roofline.efficiency["tflops"] == pytest.approx(200 / 989.5)
+    assert t.roofline.bound["peak_tflops"] == pytest.approx(989.5)
+
+
+def test_training_efficiency_same_by_tflops_and_by_tokens():
+    """A record's `tflops` is tokens/s x its own FLOPs per token (full-attention MFU
+    convention): measured against the bound, both say the same (0.503 vs 0.479 before)."""
+    from llmbench.train.flops import flops_per_token
+
+    fpt = flops_per_token(1_000_000_000, 24, 2048, 2048)  # the record's N, not the catalog's
+    tps = 40_000.0
+    t = rec(kind="training", model="genslm-2.5b", seq_len=2048, micro_batch=8, grad_accum=1,
+            nproc=1, precision="bf16", tokens_per_step=16384, flops_per_token=fpt,
+            metrics={"tokens_per_s": [tps, tps * 1.02], "tflops": [tps * fpt / 1e12,
+                                                               tps * 1.02 * fpt / 1e12],
+                     "step_time_s": [16384 / tps, 16384 / (tps * 1.02)]})
+    assert roofline.annotate(t)
+    e = t.roofline.efficiency
+    assert e["tflops"] == pytest.approx(e["tokens_per_s"], rel=1e-12)
+    assert 0 < e["tokens_per_s"] < 1
 
 
 def test_cli_json_carries_decode_tok_s():
@@ -98,10 +116,30 @@ def test_cli_json_carries_decode_tok_s():
                                  "--format", "json"])
     assert r.exit_code == 0, r.output
     doc = json.loads(r.output)
-    assert doc["decode_tok_s"] == pytest.approx(3.35e12 / (2 * 8_030_261_248), rel=1e-12)
+    step = 8_030_261_248 - 128_256 * 4096 + 4096   # one embedding row, not the table
+    assert doc["decode_tok_s"] == pytest.approx(3.35e12 / (2 * step), rel=1e-12)
     assert doc["hardware"] == "H100-SXM" and doc["binding_resource"] == "memory"
     table = CliRunner().invoke(app, ["roofline", "--model", "genslm-25b", "--hardware", "MI300X",
                                      "--training", "--batch-size", "8", "--input-len", "2048"])
     assert table.exit_code == 0 and "tokens_per_s" in table.output
     bad = CliRunner().invoke(app, ["roofline", "--model", "nope", "--hardware", "H100"])
     assert bad.exit_code != 0
+
+
+def test_open_loop_serving_bound_uses_requests_in_flight():
+    """Open-loop records have no batch_size/concurrency: the bound must not fall back to one
+    request (an efficiency above 1 that meant nothing), but use the measured load."""
+    s = rec(kind="serving", concurrency=None, batch_size=None, max_concurrency=None, load="open",
+            metrics={"inflight_mean": [6.0], "output_throughput_tok_s": [1000.0]})
+    assert roofline.annotate(s)
+    six = rec(batch_size=6)
+    roofline.annotate(six)
+    assert s.roofline.concurrency == 6.0 and s.roofline.concurrency_source == "inflight_mean"
+    assert s.roofline.bound["output_throughput_tok_s"] == pytest.approx(
+        six.roofline.bound["output_throughput_tok_s"])
+    assert s.roofline.efficiency["output_throughput_tok_s"] < 1  # 1000 tok/s at 6 in flight
+    assert any("6.00 requests in flight" in n for n in s.roofline.notes)
+    # nothing recorded at all: batch 1, and the record says so
+    bare = rec(kind="serving", concurrency=None, batch_size=None, metrics={"ttft_s": [0.05]})
+    roofline.annotate(bare)
+    assert bare.roofline.concurrency == 1.0 and "none recorded" in bare.roofline.concurrency_source

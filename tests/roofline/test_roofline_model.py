@@ -12,10 +12,15 @@ L3 = get_arch("llama-3-8b")
 H100 = get("H100")
 
 
-def test_issue_check_decode_bound_is_bandwidth_over_bf16_weight_bytes():
+# LLaMA-3-8B at batch 1: every matrix (output projection included) plus one embedding row
+L3_STEP_PARAMS = 8_030_261_248 - 128_256 * 4096 + 4096
+
+
+def test_issue_check_decode_bound_is_bandwidth_over_bytes_a_step_reads():
     b = inference_bound(L3, H100, Workload(1, 128, 128, "bf16"))
     assert b.weight_bytes == L3.param_count() * 2
-    assert b.decode_tok_s == pytest.approx(3.35e12 / (2 * 8_030_261_248), rel=1e-12)
+    assert b.decode_weight_bytes == 2 * L3_STEP_PARAMS
+    assert b.decode_tok_s == pytest.approx(3.35e12 / (2 * L3_STEP_PARAMS), rel=1e-12)
     # the step-by-step bound also reads the KV cache: a little lower, still memory-bound
     assert b.decode_tok_s * 0.99 < b.decode_phase_tok_s < b.decode_tok_s
     assert b.binding_resource == b.decode_binding == "memory"
@@ -27,7 +32,9 @@ def test_issue_check_decode_bound_is_bandwidth_over_bf16_weight_bytes():
 def test_batch_reuses_weights_until_compute_binds():
     one = inference_bound(L3, H100, Workload(1, 128, 128))
     eight = inference_bound(L3, H100, Workload(8, 128, 128))
-    assert eight.decode_tok_s == pytest.approx(8 * one.decode_tok_s)
+    # eight embedding rows instead of one: 7 x 4096 x 2 bytes more per step
+    assert eight.decode_weight_bytes - one.decode_weight_bytes == 7 * 4096 * 2
+    assert eight.decode_tok_s == pytest.approx(8 * one.decode_tok_s, rel=1e-5)
     big = inference_bound(L3, H100, Workload(4096, 128, 128))
     # compute-bound decode: B x 2 x matmul params / peak per step
     assert big.decode_tok_s == pytest.approx(H100.peak_flops("bf16") / big.flops_per_token)
@@ -71,11 +78,33 @@ def test_pipeline_parallel_does_not_shorten_a_token():
 def test_moe_reads_active_experts_and_no_cache_recomputes():
     mix = get_arch("mixtral-8x7b")
     b = inference_bound(mix, H100, Workload(1, 128, 128, tensor_parallel=4))
-    active = mix.active_param_count() / mix.param_count()
-    assert b.decode_tok_s == pytest.approx(4 * 3.35e12 / (b.weight_bytes * active), rel=1e-9)
+    step = mix.active_param_count() - mix.vocab * mix.hidden + mix.hidden
+    assert b.decode_tok_s == pytest.approx(4 * 3.35e12 / (2 * step), rel=1e-9)
     with_kv = inference_bound(L3, H100, Workload(16, 512, 256))
     without = inference_bound(L3, H100, Workload(16, 512, 256, kv_cache=False))
     assert without.batch_latency_s > 3 * with_kv.batch_latency_s
+
+
+def test_lookup_tables_count_rows_read_tied_tables_whole():
+    h200 = get("H200")
+    # the issue's figure: LLaMA-3-8B bf16 on an H200, batch 1
+    b = inference_bound(L3, h200, Workload(1, 128, 128, "bf16"))
+    assert b.decode_tok_s == pytest.approx(4.8e12 / (2 * L3_STEP_PARAMS), rel=1e-12)
+    assert b.decode_tok_s / (4.8e12 / (2 * 8_030_261_248)) == pytest.approx(1.07, abs=0.005)
+    # tied (SmolLM2): the embedding is the output projection, read whole once
+    sm = get_arch("smollm2-135m")
+    t = inference_bound(sm, h200, Workload(1, 128, 128, "bf16"))
+    assert t.decode_weight_bytes == t.weight_bytes == 2 * sm.param_count()
+    # GPT-2 (tied wte, learned positions): one position row per token, not the table
+    g = get_arch("gpt2-small")
+    gb = inference_bound(g, h200, Workload(1, 128, 128, "fp32"))
+    assert gb.decode_weight_bytes == 4 * (g.param_count() - 1024 * 768 + 768)
+    # prefill of 128 tokens reads at most 128 rows; a batch of more tokens than rows, all of them
+    big = inference_bound(L3, h200, Workload(2048, 128, 2, "bf16"))
+    assert big.decode_weight_bytes == 2 * (L3_STEP_PARAMS + 2047 * 4096)
+    # a GGUF's stored bytes: rows skipped at its mean width per parameter
+    q = inference_bound(L3, h200, Workload(1, 128, 128, "q4_0", weight_bytes=4.66e9))
+    assert q.decode_weight_bytes == pytest.approx(4.66e9 * L3_STEP_PARAMS / L3.param_count())
 
 
 def test_capacity_overflow_is_noted():
@@ -83,14 +112,20 @@ def test_capacity_overflow_is_noted():
     assert any("exceed" in n for n in b.notes)
 
 
-def test_training_bound_is_model_flops_over_peak():
+def test_training_bound_is_causal_work_over_peak_and_reports_mfu_convention_tflops():
     g = get_arch("genslm-2.5b")
     t = training_bound(g, H100, batch_size=64, seq_len=2048, devices=4)
-    per_token = 6 * (g.param_count() - g.vocab * g.hidden) + 6 * g.layers * g.q_dim * 2049
+    n = g.param_count() - g.vocab * g.hidden
+    per_token = 6 * n + 6 * g.layers * g.q_dim * 2049           # causal: the work a step does
+    model_per_token = 6 * n + 12 * g.layers * g.q_dim * 2048    # MFU convention (PaLM/Megatron)
     assert t.flops_per_step == pytest.approx(64 * 2048 * per_token)
+    assert t.model_flops_per_step == pytest.approx(64 * 2048 * model_per_token)
     assert t.binding_resource == "compute"
     assert t.tokens_per_s == pytest.approx(4 * 989.5e12 / per_token)
-    assert t.tflops == pytest.approx(4 * 989.5)
+    assert t.peak_tflops == pytest.approx(4 * 989.5)
+    # TFLOP/s in the MFU convention at the bound's pace: above the peak by the causal saving
+    assert t.tflops == pytest.approx(t.tokens_per_s * model_per_token / 1e12)
+    assert t.tflops > t.peak_tflops
     tiny = training_bound(get_arch("genslm-25m"), H100, batch_size=1, seq_len=16)
     assert tiny.binding_resource == "memory"  # optimizer state traffic dominates tiny steps
 

@@ -2,8 +2,17 @@
 
 NVIDIA: NVML's total-energy counter (mJ, read at both ends of the window) summed over every
 device the run used, plus power sampled in a thread (mW -> W) for the profile. CPU: Linux RAPL
-package counters when readable. Anywhere else the meter says why it is unavailable; a missing
-reading is recorded as absent, never as zero.
+package counters when readable (a counter that wrapped inside the window is unwrapped with its
+max_energy_range_uj). Anywhere else the meter says why it is unavailable; a missing reading is
+recorded as absent, never as zero.
+
+Each window says how its energy was obtained (`method`): the counter, or, when the counter is
+missing or unusable for that window, the mean sampled power x the window's duration. The meter
+counts the methods its windows used and `describe()` (what a record's `power` holds) names
+them, so a record never claims the counter for a window that fell back to samples.
+NVML's counter updates too coarsely for windows under MIN_RELIABLE_WINDOW_S (seen on an H200:
+397-450 J for three ~0.8 s batches of near-identical latency); workloads lengthen their window
+to at least that or flag the energy.
 """
 
 from __future__ import annotations
@@ -11,9 +20,13 @@ from __future__ import annotations
 import glob
 import threading
 import time
+from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+
+MIN_RELIABLE_WINDOW_S = 2.0
+COUNTER, SAMPLED = "total-energy counter", "sampled power x time"
 
 
 @dataclass
@@ -21,6 +34,7 @@ class EnergyWindow:
     t_start: float = 0.0
     t_end: float = 0.0
     energy_j: float | None = None
+    method: str | None = None       # COUNTER or SAMPLED; None when no energy was obtained
     power_samples_w: list[float] = field(default_factory=list)
 
     @property
@@ -42,10 +56,27 @@ class EnergyMeter:
 
     def __init__(self, reason: str = "no power meter on this device"):
         self.reason = reason
+        self.used: Counter[str] = Counter()  # windows per method actually used
 
     def describe(self) -> dict:
         return {"available": self.available, "source": self.source,
-                **({} if self.available else {"reason": self.reason})}
+                **({} if self.available else {"reason": self.reason}), **self._methods()}
+
+    def _methods(self) -> dict:
+        """The method the windows so far actually used (absent before any window read)."""
+        if not self.used:
+            return {}
+        method = next(iter(self.used)) if len(self.used) == 1 else \
+            ", ".join(f"{m} ({n} windows)" for m, n in sorted(self.used.items()))
+        return {"method": method, "windows_by_method": dict(self.used)}
+
+    def _read(self):
+        """A counter reading (opaque to the window), or None when there is none."""
+        return self._read_j()
+
+    def _delta_j(self, r0, r1) -> float | None:
+        """Joules between two readings; None when they cannot be compared."""
+        return r1 - r0 if r1 >= r0 else None
 
     def _read_j(self) -> float | None:
         return None
@@ -68,20 +99,24 @@ class EnergyMeter:
         if self.available:
             th = threading.Thread(target=sample, daemon=True)
             th.start()
-        e0 = self._read_j()
+        e0 = self._read()
         w.t_start = time.perf_counter()
         try:
             yield w
         finally:
             w.t_end = time.perf_counter()
-            e1 = self._read_j()
+            e1 = self._read()
             if th is not None:
                 stop.set()
                 th.join()
-            if e0 is not None and e1 is not None and e1 >= e0:
-                w.energy_j = e1 - e0
+            delta = self._delta_j(e0, e1) if e0 is not None and e1 is not None else None
+            if delta is not None:
+                w.energy_j, w.method = delta, COUNTER
             elif w.power_samples_w:
                 w.energy_j = sum(w.power_samples_w) / len(w.power_samples_w) * w.duration_s
+                w.method = SAMPLED
+            if w.method:
+                self.used[w.method] += 1
 
 
 class NvmlMeter(EnergyMeter):
@@ -93,6 +128,7 @@ class NvmlMeter(EnergyMeter):
 
         self._nvml = pynvml
         pynvml.nvmlInit()
+        super().__init__("")
         self.indices = indices
         self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in indices]
         self.has_counter = True
@@ -101,17 +137,21 @@ class NvmlMeter(EnergyMeter):
                 pynvml.nvmlDeviceGetTotalEnergyConsumption(h)
         except pynvml.NVMLError:
             self.has_counter = False
-        self.reason = ""
 
     def describe(self) -> dict:
+        # before any window: the method it will try; after: the ones it used (_methods)
         return {"available": True, "source": "nvml",
-                "method": "total-energy counter" if self.has_counter else "sampled power",
-                "devices": self.indices}
+                "method": COUNTER if self.has_counter else SAMPLED,
+                "devices": self.indices, **self._methods()}
 
     def _read_j(self) -> float | None:
         if not self.has_counter:
             return None
-        return sum(self._nvml.nvmlDeviceGetTotalEnergyConsumption(h) for h in self.handles) / 1e3
+        try:
+            return sum(self._nvml.nvmlDeviceGetTotalEnergyConsumption(h)
+                       for h in self.handles) / 1e3
+        except self._nvml.NVMLError:  # this window falls back to sampled power
+            return None
 
     def _power_w(self) -> float | None:
         try:
@@ -125,16 +165,38 @@ class RaplMeter(EnergyMeter):
     available = True
 
     def __init__(self, files: list[Path]):
+        super().__init__("")
         self.files = files
-        self.reason = ""
-        self._last: tuple[float, float] | None = None
+        self.ranges_uj = [_int_or_none(f.with_name("max_energy_range_uj")) for f in files]
 
     def describe(self) -> dict:
-        return {"available": True, "source": "rapl", "domains": [str(f) for f in self.files]}
+        return {"available": True, "source": "rapl", "domains": [str(f) for f in self.files],
+                **self._methods()}
+
+    def _read(self) -> list[int] | None:
+        values = [_int_or_none(f) for f in self.files]
+        return None if None in values else values
+
+    def _delta_j(self, r0, r1) -> float | None:
+        total_uj = 0
+        for a, b, span in zip(r0, r1, self.ranges_uj):
+            if b < a:  # wrapped once (a window shorter than the wrap time, minutes, is assumed)
+                if span is None:
+                    return None
+                b += span + 1
+            total_uj += b - a
+        return total_uj / 1e6
 
     def _read_j(self) -> float | None:
-        # Counters wrap at max_energy_range_uj; a window shorter than the wrap time is assumed.
-        return sum(int(f.read_text()) for f in self.files) / 1e6
+        r = self._read()
+        return None if r is None else sum(r) / 1e6
+
+
+def _int_or_none(f: Path) -> int | None:
+    try:
+        return int(f.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 def visible_cuda_indices(device: str, count: int = 1) -> list[int]:
@@ -151,21 +213,17 @@ def visible_cuda_indices(device: str, count: int = 1) -> list[int]:
     return logical
 
 
-def open_meter(device: str, count: int = 1) -> EnergyMeter:
+def open_meter(device: str, count: int = 1,
+               powercap: Path = Path("/sys/class/powercap")) -> EnergyMeter:
     if device.startswith("cuda"):
         try:
             return NvmlMeter(visible_cuda_indices(device, count))
         except Exception as e:  # no driver, no pynvml
             return EnergyMeter(f"NVML unavailable: {e}")
-    files = [Path(p) for p in glob.glob("/sys/class/powercap/intel-rapl:*/energy_uj")
-             if p.count(":") == 1]
-    readable = []
-    for f in files:
-        try:
-            int(f.read_text())
-            readable.append(f)
-        except (OSError, ValueError):
-            pass
+    # package domains only (intel-rapl:N); sub-domains (intel-rapl:N:M) are inside them
+    files = sorted(Path(p) for p in glob.glob(str(powercap / "intel-rapl:*" / "energy_uj"))
+                   if Path(p).parent.name.count(":") == 1)
+    readable = [f for f in files if _int_or_none(f) is not None]
     if readable:
         return RaplMeter(readable)
     return EnergyMeter("no readable power meter for the CPU (RAPL absent or not permitted)")

@@ -68,10 +68,13 @@ class BatchTiming:
     """One timed offline batch (one repeat)."""
 
     t_start: float
-    t_end: float
+    t_end: float                        # the batch's last token (metrics.last_token_time)
     requests: list[RequestTimeline]
-    energy_j: float | None = None
-    avg_power_w: float | None = None
+    energy_j: float | None = None       # per batch (the window's energy / energy_batches)
+    avg_power_w: float | None = None    # over the energy window
+    t_return: float | None = None       # when generate() returned (>= t_end)
+    energy_window_s: float | None = None
+    energy_batches: int = 1             # batches run inside the energy window
 
     @property
     def latency_s(self) -> float:

@@ -17,7 +17,11 @@ Record conventions (assumptions, stated once):
 - KV dtype: workload.kv_cache_dtype; 'auto'/None = 16-bit (fp32 when the weights are fp32).
 - parallelism: workload.tensor_parallel / pipeline_parallel / expert_parallel (default 1).
 - serving records: TTFT and TPOT bounds at one request (a strict lower bound whatever the
-  load), throughput at batch = concurrency.
+  load), throughput at batch = the requests actually in flight: the metric `inflight_mean`
+  (time-weighted mean over the window, metrics.py), else workload.concurrency, else 1. The
+  record's roofline says which (`concurrency`, `concurrency_source`). A mean is a valid
+  batch for the bound: throughput is concave in the batch (linear while memory-bound, flat
+  once compute-bound), so the bound at the mean is at least the mean of the bounds over time.
 """
 
 from __future__ import annotations
@@ -117,10 +121,23 @@ def bound_for(rec) -> tuple[InferenceBound | TrainingBound, Hardware, list[str]]
     if rec.kind not in ("inference", "serving", "reference"):
         return None
     wl = workload_of(rec, arch, notes)
+    if rec.kind == "serving":
+        wl.batch_size = serving_concurrency(rec)[0]
     if w.get("speculative_model") not in (None, "", "None"):
         notes.append("bound without speculation: speculative decoding may exceed it")
     b = inference_bound(arch, hw, wl)
     return b, hw, notes + b.notes
+
+
+def serving_concurrency(rec) -> tuple[float, str]:
+    """(batch the serving throughput bound uses, where it came from)."""
+    inflight = rec.metric("inflight_mean", "mean")
+    if inflight and inflight > 0:
+        return float(inflight), "inflight_mean"
+    w = rec.workload or {}
+    if w.get("concurrency"):
+        return float(w["concurrency"]), "workload.concurrency"
+    return 1.0, "none recorded: batch 1"
 
 
 def _measured(rec, name: str) -> float | None:
@@ -144,7 +161,12 @@ def annotate(rec) -> bool:
 
     eff: dict[str, float] = {}
     if isinstance(b, TrainingBound):
-        bound = {"step_time_s": b.step_time_s, "tokens_per_s": b.tokens_per_s, "tflops": b.tflops}
+        # TFLOP/s at the bound's pace in the record's own FLOP count (its N, counted on the built
+        # model, full attention as `tflops` is): the same efficiency as tokens/s by construction
+        fpt = (rec.workload or {}).get("flops_per_token")
+        tflops = b.tokens_per_s * float(fpt) / 1e12 if fpt else b.tflops
+        bound = {"step_time_s": b.step_time_s, "tokens_per_s": b.tokens_per_s, "tflops": tflops,
+                 "peak_tflops": b.peak_tflops}
         for k in ("tokens_per_s", "tflops"):
             if (m := _measured(rec, k)) and bound[k]:
                 eff[k] = m / bound[k]
@@ -180,9 +202,14 @@ def annotate(rec) -> bool:
     over = sorted(k for k, v in eff.items() if v > 1.0)
     if over:
         notes.append(f"efficiency above 1 for {', '.join(over)}: faster than the roofline bound")
+    extra = {}
+    if rec.kind == "serving":
+        c, src = serving_concurrency(rec)
+        extra = {"concurrency": c, "concurrency_source": src}
+        notes.append(f"throughput bound at {c:.2f} requests in flight ({src})")
     rec.roofline = Roofline(bound={k: float(v) for k, v in bound.items() if v is not None},
                             binding_resource=b.binding_resource, efficiency=eff,
-                            hardware_id=hw.id, devices=b.devices, notes=notes)
+                            hardware_id=hw.id, devices=b.devices, notes=notes, **extra)
     return True
 
 

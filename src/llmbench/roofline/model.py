@@ -9,10 +9,13 @@ on throughput):
                 all-to-all, PP sends); omitted (and said so) where the link is not public
 
 Accounting (one place, used by every caller):
-- Weight bytes = all parameters x bytes per parameter (or the GGUF's tensor bytes), read once
-  per forward step. The input-embedding lookup reads only B rows, so counting its whole
-  table is conservative by ~V*h/N (6.5% for LLaMA-3-8B); it keeps the convention
-  "decode tok/s = bandwidth / weight bytes" that papers and vendors quote.
+- Weight bytes = all parameters x bytes per parameter (or the GGUF's tensor bytes): what is
+  stored. A forward step over T tokens reads every matrix whole, but from a lookup table (an
+  untied input embedding, a learned position table) only the rows it looks up, at most
+  min(T, rows): at batch 1 an untied LLaMA-3-8B step reads N - V*h + h parameters, 6.5% less
+  than N. A tied embedding is the output projection, read whole once. So decode tok/s at
+  batch 1 = bandwidth / (bytes a step reads), not bandwidth / stored bytes as papers often
+  quote (that over-counts, and a real run could then beat the "bound").
 - MoE: a step reads the dense part plus k of the E experts per layer, whatever the batch:
   when every token routes alike (identical prompts in a batch do) no more is needed, so
   anything more would not be a bound. Uniform routing would touch E(1 - (1 - k/E)^T)
@@ -33,10 +36,13 @@ Accounting (one place, used by every caller):
 - TTFT (offline batch, mean over requests): the larger of one request's prefill and
   (B+1)/2 prefill FLOP-times (k-th request cannot finish before k prefills of work).
 - TPOT: mean decode step. Batch latency: prefill + every decode step.
-- Training step: FLOPs = tokens x (6 x matmul params + 6 x layers x q_dim x (seq + 1))
-  (causal attention: mean context (seq+1)/2, forward + backward = 3 x forward); bytes = params x (4 x weight bytes + 24) (weights read
+- Training step: time from the FLOPs a step must do, train/flops.py with causal attention
+  (tokens x (6 x matmul params + 6 x layers x q_dim x (seq + 1)): mean context (seq+1)/2,
+  forward + backward = 3 x forward); bytes = params x (4 x weight bytes + 24) (weights read
   forward and backward, gradient written and read, fp32 master/m/v read and written);
-  data-parallel gradient all-reduce on the link.
+  data-parallel gradient all-reduce on the link. Its TFLOP/s bound is in the MFU convention
+  (flops.py: full s x s attention) over that step time, so measured / bound is the same
+  efficiency whether read from TFLOP/s or from tokens/s.
 """
 
 from __future__ import annotations
@@ -63,7 +69,7 @@ def dtype_bytes(dtype: str) -> float:
 
 @dataclass
 class Workload:
-    batch_size: int = 1
+    batch_size: float = 1   # a serving bound uses the mean requests in flight
     input_len: int = 128
     output_len: int = 128
     weight_dtype: str = "bf16"
@@ -112,7 +118,8 @@ class InferenceBound:
     binding_resource: str
     prefill_binding: str
     decode_binding: str | None
-    weight_bytes: float
+    weight_bytes: float                  # stored
+    decode_weight_bytes: float           # read by one decode step of the batch (lookups: rows)
     kv_bytes_per_token: float
     flops_per_token: float
     devices: int
@@ -126,8 +133,10 @@ class InferenceBound:
 class TrainingBound:
     step_time_s: float
     tokens_per_s: float
-    tflops: float           # aggregate peak of the devices: the ceiling of achieved TFLOP/s
-    flops_per_step: float
+    tflops: float           # model TFLOP/s (MFU convention, full attention) at the bound's pace
+    peak_tflops: float      # aggregate datasheet peak of the devices
+    flops_per_step: float   # the work a step must do (causal attention): what step time uses
+    model_flops_per_step: float  # the MFU convention (full attention), what `tflops` counts
     binding_resource: str
     devices: int
     notes: list[str] = field(default_factory=list)
@@ -136,16 +145,23 @@ class TrainingBound:
         return asdict(self)
 
 
+def lookup_tables(arch: ModelArch) -> list[tuple[int, int]]:
+    """(rows, parameters) of each table a step reads by row, never in a matmul: an untied input
+    embedding (a tied one is the output projection, a matmul read whole) and learned positions."""
+    tables = []
+    if not arch.tie_embeddings:
+        tables.append((arch.vocab, arch.vocab * arch.hidden))
+    if arch.family in ("gpt2", "opt"):
+        tables.append((arch.max_position, arch.max_position * arch.hidden))
+    return tables
+
+
 def matmul_params(arch: ModelArch) -> float:
     """Parameters that take part in a matmul (lookup tables excluded)."""
     n = arch.param_count()
     if arch.num_experts > 1:
         n = arch.active_param_count()
-    if not arch.tie_embeddings:
-        n -= arch.vocab * arch.hidden
-    if arch.family in ("gpt2", "opt"):
-        n -= arch.max_position * arch.hidden
-    return float(n)
+    return float(n - sum(p for _, p in lookup_tables(arch)))
 
 
 def _expert_bytes_fraction(arch: ModelArch, tokens: np.ndarray | float) -> tuple[float, np.ndarray | float]:
@@ -182,8 +198,13 @@ class _Model:
             self.notes.append(f"{hw.id} link bandwidth is not public: no interconnect term")
 
     def weights_read(self, tokens) -> np.ndarray | float:
+        """Weight bytes a forward step over `tokens` tokens must read: matrices whole, lookup
+        tables only the rows looked up (at most one per token)."""
         dense, experts = _expert_bytes_fraction(self.arch, tokens)
-        return self.weight_bytes * (dense + experts)
+        per_param = self.weight_bytes / self.arch.param_count()  # a GGUF: its mean width
+        skipped = sum(p * (1.0 - np.minimum(tokens, rows) / rows)
+                      for rows, p in lookup_tables(self.arch))
+        return self.weight_bytes * (dense + experts) - skipped * per_param
 
     def step(self, tokens, flops, kv_read_bytes, kv_write_bytes) -> tuple[np.ndarray, ...]:
         """Memory, compute and interconnect seconds of forward steps (arrays broadcast)."""
@@ -261,15 +282,20 @@ def inference_bound(arch: ModelArch, hw: Hardware, w: Workload) -> InferenceBoun
         prefill_tok_s=B * s / prefill.time_s if prefill.time_s else float("inf"),
         binding_resource=binding,
         prefill_binding=prefill.binding, decode_binding=decode.binding if decode else None,
-        weight_bytes=m.weight_bytes, kv_bytes_per_token=m.kvbpt,
+        weight_bytes=m.weight_bytes, decode_weight_bytes=float(m.weights_read(B)),
+        kv_bytes_per_token=m.kvbpt,
         flops_per_token=2 * m.nm, devices=m.devices, notes=m.notes)
 
 
 def training_bound(arch: ModelArch, hw: Hardware, *, batch_size: int, seq_len: int,
                    devices: int = 1, dtype: str = "bf16", grad_accum: int = 1) -> TrainingBound:
     notes: list[str] = []
+    from llmbench.train.flops import flops_per_token  # pure arithmetic, one convention
+
     tokens = batch_size * seq_len * grad_accum
-    flops = tokens * (6 * matmul_params(arch) + 6 * arch.layers * arch.q_dim * (seq_len + 1))
+    flops = tokens * flops_per_token(matmul_params(arch), arch.layers, arch.q_dim, seq_len,
+                                     causal_attention=True)
+    model_flops = tokens * flops_per_token(matmul_params(arch), arch.layers, arch.q_dim, seq_len)
     peak = hw.peak_flops(dtype)
     wb = dtype_bytes(dtype)
     n = arch.param_count()
@@ -285,5 +311,7 @@ def training_bound(arch: ModelArch, hw: Hardware, *, batch_size: int, seq_len: i
         comm = 2 * (devices - 1) / devices * n * wb / hw.link_bw
     ph = _phase(mem, comp, comm)
     return TrainingBound(step_time_s=ph.time_s, tokens_per_s=tokens / ph.time_s,
-                         tflops=(peak or 0.0) * devices / 1e12, flops_per_step=flops,
+                         tflops=model_flops / ph.time_s / 1e12,
+                         peak_tflops=(peak or 0.0) * devices / 1e12, flops_per_step=flops,
+                         model_flops_per_step=model_flops,
                          binding_resource=ph.binding, devices=devices, notes=notes)

@@ -1,0 +1,139 @@
+"""Energy meters on the CPU: NvmlMeter against a fake pynvml module, RaplMeter and open_meter
+against a fake powercap directory (issue 12, item 5)."""
+
+import sys
+import time
+import types
+
+import pytest
+
+from llmbench.measure.power import COUNTER, SAMPLED, EnergyMeter, NvmlMeter, RaplMeter, open_meter
+
+
+def fake_nvml(energy_mj=None, power_mw=250_000, counter_fails_after=None):
+    """A pynvml with per-handle energy counters (mJ) and power (mW)."""
+    nv = types.ModuleType("pynvml")
+
+    class NVMLError(Exception):
+        pass
+
+    state = {"reads": 0, "energy": dict(energy_mj or {})}
+    nv.NVMLError = NVMLError
+    nv.nvmlInit = lambda: None
+    nv.nvmlDeviceGetHandleByIndex = lambda i: i
+
+    def energy(h):
+        state["reads"] += 1
+        if h not in state["energy"]:
+            raise NVMLError("Not Supported")
+        if counter_fails_after is not None and state["reads"] > counter_fails_after:
+            raise NVMLError("GPU is lost")
+        state["energy"][h] += 1000  # 1 J more at every read
+        return state["energy"][h]
+
+    nv.nvmlDeviceGetTotalEnergyConsumption = energy
+    nv.nvmlDeviceGetPowerUsage = lambda h: power_mw
+    nv.state = state
+    return nv
+
+
+@pytest.fixture
+def nvml(monkeypatch):
+    def install(**kw):
+        nv = fake_nvml(**kw)
+        monkeypatch.setitem(sys.modules, "pynvml", nv)
+        return nv
+    return install
+
+
+def test_nvml_counter_sums_devices_in_joules(nvml, monkeypatch):
+    nvml(energy_mj={0: 5_000, 3: 7_000})
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,3")
+    m = open_meter("cuda", 2)
+    assert isinstance(m, NvmlMeter) and m.indices == [0, 3]
+    with m.window(sample_period_s=0.01) as w:
+        time.sleep(0.2)
+    # each device's counter advanced 1 J per read between the two ends: 2 devices x 1 J
+    assert w.energy_j == pytest.approx(2.0) and w.method == COUNTER
+    assert m.describe()["method"] == COUNTER and m.describe()["windows_by_method"] == {COUNTER: 1}
+    assert w.power_samples_w and w.power_samples_w[0] == pytest.approx(500.0)  # 2 x 250 W, mW -> W
+
+
+def test_nvml_without_counter_says_sampled(nvml):
+    nvml(energy_mj={}, power_mw=100_000)
+    m = open_meter("cuda:0")
+    assert m.describe()["method"] == SAMPLED
+    with m.window(sample_period_s=0.01) as w:
+        time.sleep(0.2)
+    assert w.method == SAMPLED and w.energy_j == pytest.approx(100.0 * w.duration_s)
+
+
+def test_nvml_counter_failing_mid_run_falls_back_and_the_record_says_so(nvml):
+    # the first window reads the counter at both ends (reads 2-3, after the probe at read 1);
+    # then the counter fails: the second window must fall back to sampled power and say so
+    nvml(energy_mj={0: 0}, power_mw=200_000, counter_fails_after=3)
+    m = open_meter("cuda:0")
+    with m.window(sample_period_s=0.01) as w1:
+        time.sleep(0.02)
+    with m.window(sample_period_s=0.01) as w2:
+        time.sleep(0.2)
+    assert w1.method == COUNTER and w2.method == SAMPLED
+    assert w2.energy_j == pytest.approx(200.0 * w2.duration_s)
+    d = m.describe()
+    assert d["windows_by_method"] == {COUNTER: 1, SAMPLED: 1}
+    assert COUNTER in d["method"] and SAMPLED in d["method"]  # not just "total-energy counter"
+
+
+def test_open_meter_without_pynvml_says_why(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import fails
+    m = open_meter("cuda")
+    assert not m.available and "NVML unavailable" in m.describe()["reason"]
+    with m.window() as w:
+        pass
+    assert w.energy_j is None and w.method is None and "method" not in m.describe()
+
+
+def rapl_dir(tmp_path, domains):
+    for name, (uj, rng) in domains.items():
+        d = tmp_path / name
+        d.mkdir()
+        (d / "energy_uj").write_text(f"{uj}\n")
+        if rng is not None:
+            (d / "max_energy_range_uj").write_text(f"{rng}\n")
+    return tmp_path
+
+
+def test_open_meter_reads_package_domains_only(tmp_path):
+    root = rapl_dir(tmp_path, {"intel-rapl:0": (10, 1000), "intel-rapl:1": (20, 1000),
+                               "intel-rapl:0:0": (5, 1000)})   # a sub-domain of package 0
+    m = open_meter("cpu", powercap=root)
+    assert isinstance(m, RaplMeter)
+    assert [f.parent.name for f in m.files] == ["intel-rapl:0", "intel-rapl:1"]
+    assert m.describe()["source"] == "rapl"
+
+
+def test_rapl_window_and_wraparound(tmp_path):
+    root = rapl_dir(tmp_path, {"intel-rapl:0": (999_000_000, 1_000_000_000),
+                               "intel-rapl:1": (1_000_000, 1_000_000_000)})
+    m = open_meter("cpu", powercap=root)
+    with m.window() as w:
+        # package 0 wraps: 999 J -> 0.5 J past its 1000 J range; package 1 adds 2 J
+        (root / "intel-rapl:0" / "energy_uj").write_text("500000\n")
+        (root / "intel-rapl:1" / "energy_uj").write_text("3000000\n")
+    assert w.energy_j == pytest.approx(1.5 + 2.0, rel=1e-6) and w.method == COUNTER
+    assert m.describe()["method"] == COUNTER
+
+
+def test_rapl_wrap_without_range_gives_no_energy_rather_than_a_wrong_one(tmp_path):
+    root = rapl_dir(tmp_path, {"intel-rapl:0": (5_000_000, None)})
+    m = open_meter("cpu", powercap=root)
+    with m.window() as w:
+        (root / "intel-rapl:0" / "energy_uj").write_text("1000000\n")
+    assert w.energy_j is None and w.method is None
+
+
+def test_open_meter_without_readable_rapl(tmp_path):
+    rapl_dir(tmp_path, {"intel-rapl:0": (0, 1)})
+    (tmp_path / "intel-rapl:0" / "energy_uj").write_text("not a number")
+    m = open_meter("cpu", powercap=tmp_path)
+    assert type(m) is EnergyMeter and not m.available and "RAPL" in m.describe()["reason"]
