@@ -6,9 +6,9 @@ GPU, flash attention on) and transformers (the compiled static-cache fast path).
 record with NVML energy. Each part fits one 10-minute call of the `device` tool; the machine is
 set up by `benchmarks/h200/setup.sh` (docs/gpu-campaign.md has the whole recipe).
 
-    python3 benchmarks/h200/campaign.py PART --out DIR [--budget-s 540] [--dry-run]
+    python3 benchmarks/h200/campaign.py PART [PART ...] --out DIR [--budget-s 540] [--dry-run]
 
-PART: vllm-128 | vllm-2048 | llamacpp | serve | transformers | list. Steps run in priority order;
+PART: vllm | llamacpp | serve | gpu-tests | transformers | list. Steps run in priority order;
 one that would start past the budget, or whose engine is missing, is skipped and written with its
 reason to DIR/skipped-PART.txt, never silently dropped. Records land in DIR/records-PART.tgz.
 """
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tarfile
@@ -43,24 +44,21 @@ def script(name: str, *args: str) -> list[str]:
 def plan(part: str, results: str) -> list[Step]:
     """The study's lengths are input = output (128 and 2048 here), batches 1-64."""
     R = ["--results", results]
-    if part == "vllm-128":
+    if part == "vllm":
         return [
             ("vLLM: llmbench vs vLLM's own API and latency benchmark, b1 and b64, in/out 128",
              script("vllm_crosscheck.py", "--device", "cuda", "--model", MODEL, "--dtype", "bf16",
                     "--batch-size", "1,64", "--input-len", "128", "--output-len", "128",
-                    "--rounds", "3", "--per-round", "3", "--results", results), 200, "vllm"),
+                    "--rounds", "3", "--per-round", "3", "--results", results), 150, "vllm"),
             ("vLLM sweep, in/out 128",
              llmbench_run("--backend", "vllm", "--dtype", "bf16", "--batch-size", BATCHES,
                           "--input-len", "128", "--output-len", "128",
-                          "--warmups", "1", "--repeats", "3", *R), 120, "vllm"),
-        ]
-    if part == "vllm-2048":
-        # 2048 generated tokens take 11-25 s a batch: two repeats per point after one warm-up.
-        return [
+                          "--warmups", "1", "--repeats", "3", *R), 100, "vllm"),
+            # 2048 generated tokens take 11-25 s a batch: two repeats per point after one warm-up
             ("vLLM sweep, in/out 2048",
              llmbench_run("--backend", "vllm", "--dtype", "bf16", "--batch-size", BATCHES,
                           "--input-len", "2048", "--output-len", "2048",
-                          "--warmups", "1", "--repeats", "2", *R), 300, "vllm"),
+                          "--warmups", "1", "--repeats", "2", *R), 250, "vllm"),
         ]
     if part == "llamacpp":
         fa = ["-B", "llamacpp.flash_attn=true"]
@@ -92,6 +90,10 @@ def plan(part: str, results: str) -> list[Step]:
                     "--concurrency", "1,16,64", "--input-len", "128", "--output-len", "128",
                     "--results", results), 420, "vllm"),
         ]
+    if part == "gpu-tests":
+        return [("the gpu-marked tests of the GPU engines",
+                 [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider",
+                  "tests/backends/test_gpu_engines.py"], 150, "pytest")]
     if part == "transformers":
         fast = ["-o", "kv_cache=static", "-o", "compile=true"]
         return [
@@ -107,7 +109,7 @@ def plan(part: str, results: str) -> list[Step]:
     raise SystemExit(f"unknown part {part!r}")
 
 
-PARTS = ("vllm-128", "vllm-2048", "llamacpp", "serve", "transformers")
+PARTS = ("vllm", "llamacpp", "serve", "gpu-tests", "transformers")
 
 
 def have(module: str) -> bool:
@@ -118,47 +120,55 @@ def have(module: str) -> bool:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("part", choices=[*PARTS, "list"])
+    ap.add_argument("parts", nargs="+", choices=[*PARTS, "list"], metavar="PART")
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--budget-s", type=float, default=540.0)
+    ap.add_argument("--budget-s", type=float, default=540.0, help="for all the parts named together")
     ap.add_argument("--dry-run", action="store_true", help="print the steps, run nothing")
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
-    if a.part == "list":
+    if "list" in a.parts:
         for part in PARTS:
             for label, argv, est, needs in plan(part, "RESULTS"):
                 print(f"{part:13} ~{est:4.0f} s  {label}\n{'':20}{shlex.join(argv)}")
         return 0
-    results = a.out / f"records-{a.part}"
     deadline = time.monotonic() + a.budget_s
+    return max(run_part(part, a.out, deadline, a.dry_run) for part in a.parts)
+
+
+def run_part(part: str, out: Path, deadline: float, dry_run: bool) -> int:
+    results = out / f"records-{part}"
     skipped: list[str] = []
     failed = 0
-    for label, argv, est, needs in plan(a.part, str(results)):
+    for label, argv, est, needs in plan(part, str(results)):
         left = deadline - time.monotonic()
-        if not have(needs):
-            skipped.append(f"{label}: python module {needs!r} is not installed here")
-        elif left < min(est, 60):
-            skipped.append(f"{label}: {left:.0f} s of the budget left, the step needs ~{est:.0f} s")
-        if skipped and skipped[-1].startswith(label):
+        why = (f"python module {needs!r} is not installed here" if not have(needs) else
+               f"{left:.0f} s of the budget left, the step needs ~{est:.0f} s" if left < min(est, 60) else None)
+        if why:
+            skipped.append(f"{label}: {why}")
             print(f"== SKIPPED {skipped[-1]}", flush=True)
             continue
         print(f"== {label}\n$ {shlex.join(argv)}", flush=True)
-        if a.dry_run:
+        if dry_run:
             continue
         t0 = time.monotonic()
+        # its own process group: at the budget's end the engine processes it started go too,
+        # so no GPU memory is held into the next step
+        proc = subprocess.Popen(argv, env={**os.environ, "PYTHONUNBUFFERED": "1"}, start_new_session=True)
         try:
-            rc = subprocess.run(argv, timeout=max(left, 1), env={**os.environ, "PYTHONUNBUFFERED": "1"}).returncode
+            rc = proc.wait(timeout=max(left, 1))
         except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
             rc = "timeout"
             skipped.append(f"{label}: killed at the budget's end after {time.monotonic() - t0:.0f} s "
                            "(the points it stored are kept)")
         failed += rc != 0
         print(f"== exit {rc} after {time.monotonic() - t0:.0f} s", flush=True)
-    (a.out / f"skipped-{a.part}.txt").write_text("".join(s + "\n" for s in skipped) or "nothing skipped\n")
+    (out / f"skipped-{part}.txt").write_text("".join(s + "\n" for s in skipped) or "nothing skipped\n")
     if results.exists():
-        with tarfile.open(a.out / f"records-{a.part}.tgz", "w:gz") as tar:
+        with tarfile.open(out / f"records-{part}.tgz", "w:gz") as tar:
             tar.add(results, arcname=".")
-    print(f"== {a.part}: {len(skipped)} step(s) skipped, {failed} exited non-zero; see {a.out}")
+    print(f"== {part}: {len(skipped)} step(s) skipped, {failed} exited non-zero; see {out}", flush=True)
     return 1 if failed else 0
 
 
