@@ -154,3 +154,36 @@ def test_duration_mode_and_length_distributions(tmp_path, capsys):
     assert w["input_len_dist"] == "uniform:8:40" and w["output_len_dist"] == "normal:6:2"
     assert len(set(asked)) > 1 and r.serving["short_outputs"] == 0
     assert r.metrics["ttft_s"].n == w["requests_sent"]
+
+
+# -- the server address (issue 15 items 2, 3) ----------------------------------------------------
+def test_url_without_scheme_and_with_v1_reaches_the_same_server(tmp_path, capsys):
+    with FaultServer(["ok"]) as s:
+        for i, url in enumerate([f"127.0.0.1:{s.port}", f"{s.url}/v1", f"{s.url}/v1/"]):
+            code, text = serve([url, "-n", "1", "--output-len", "2", "--results",
+                                str(tmp_path / str(i))], capsys)
+            assert code == 0, text
+            (r,) = records(tmp_path / str(i))
+            assert r.status == "ok" and r.backend.options["url"] == s.url
+            assert r.backend.options["served_model"] == "fault-model"
+
+
+def test_nothing_listening_is_refused_at_once_with_exit_2(tmp_path, capsys):
+    from fault_server import wait_port_free
+
+    from llmbench.launch.servers import free_port
+
+    port = free_port()
+    assert wait_port_free(port)
+    code, text = serve([f"localhost:{port}", "-n", "50", "--results", str(tmp_path)], capsys)
+    assert code == 2 and "no server answers at http://localhost:" in text and "refused" in text
+    assert "Traceback" not in text and "bottleneck" not in text
+    assert not list(tmp_path.rglob("*.json"))             # no point was run
+
+
+def test_a_url_that_is_not_an_openai_server_is_refused_with_exit_2(tmp_path, capsys):
+    with FaultServer(["ok"]) as s:
+        code, text = serve([f"{s.url}/not-here", "-n", "1", "--results", str(tmp_path)], capsys)
+    assert code == 2 and "not as an OpenAI-compatible server" in text and "Traceback" not in text
+    code, text = serve(["ftp://host:21", "--results", str(tmp_path)], capsys)
+    assert code == 2 and "not a server address" in text

@@ -29,8 +29,14 @@ TOKEN = "é"   # two UTF-8 bytes: splitting a read inside it must not matter
 
 class FaultServer:
     def __init__(self, plan: list[str] | None = None, ttft_s: float = 0.0, itl_s: float = 0.0,
-                 k: int = 3):
+                 k: int = 3, metrics: bool = False):
         self.plan = plan or ["ok"]
+        # metrics=True: a vLLM-style Prometheus /metrics counting what this server really sent
+        self.metrics = metrics
+        self.gen_tokens = 0
+        self.running = 0
+        self.finished = 0
+        self.metrics_scrapes = 0
         self.ttft_s, self.itl_s, self.k = ttft_s, itl_s, k
         self.count = 0
         self.seen_headers: list[dict[str, str]] = []
@@ -66,6 +72,8 @@ class FaultServer:
         app.router.add_post("/v1/completions", self._handle)
         app.router.add_post("/v1/chat/completions", self._handle)
         app.router.add_get("/v1/models", self._models)
+        if self.metrics:
+            app.router.add_get("/metrics", self._metrics)
         self._runner = web.AppRunner(app, shutdown_timeout=1.0)
         self._loop.run_until_complete(self._runner.setup())
         sock = socket.socket()
@@ -81,7 +89,31 @@ class FaultServer:
         self.seen_headers.append(dict(request.headers))
         return web.json_response({"object": "list", "data": [{"id": "fault-model"}]})
 
+    async def _metrics(self, request: web.Request) -> web.Response:
+        self.metrics_scrapes += 1
+        text = (
+            "# HELP vllm:generation_tokens_total Number of generation tokens processed.\n"
+            "# TYPE vllm:generation_tokens_total counter\n"
+            f'vllm:generation_tokens_total{{engine="0",model_name="fault-model"}} {self.gen_tokens}.0\n'
+            "# TYPE vllm:prompt_tokens_total counter\n"
+            f'vllm:prompt_tokens_total{{engine="0",model_name="fault-model"}} {5 * self.count}.0\n'
+            "# TYPE vllm:request_success_total counter\n"
+            f'vllm:request_success_total{{finished_reason="length",model_name="fault-model"}} {self.finished}.0\n'
+            "# TYPE vllm:num_requests_running gauge\n"
+            f'vllm:num_requests_running{{model_name="fault-model"}} {self.running}.0\n'
+            "# TYPE vllm:num_requests_waiting gauge\n"
+            'vllm:num_requests_waiting{model_name="fault-model"} 0.0\n')
+        return web.Response(text=text, content_type="text/plain")
+
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        self.running += 1
+        try:
+            return await self._respond(request)
+        finally:
+            self.running -= 1
+            self.finished += 1
+
+    async def _respond(self, request: web.Request) -> web.StreamResponse:
         self.seen_headers.append(dict(request.headers))
         body = await request.json()
         self.bodies.append(body)
@@ -97,6 +129,7 @@ class FaultServer:
             await asyncio.sleep(self.ttft_s)
 
         def event(i: int, k: int = 1, usage: int | None = None) -> bytes:
+            self.gen_tokens += k
             text = TOKEN * k
             choice = {"index": 0, "delta": {"content": text}} if chat else {"index": 0, "text": text}
             obj = {"id": "x", "choices": [choice]}

@@ -23,7 +23,7 @@ def register(app: typer.Typer) -> None:
 
 
 def serve(
-    url: Optional[str] = typer.Argument(None, help="server base URL, e.g. http://host:8000"),
+    url: Optional[str] = typer.Argument(None, help="server base URL, e.g. http://host:8000 or host:8000 (a trailing /v1 is fine)"),
     launch: Optional[str] = typer.Option(None, "--launch", help="start a server here: llamacpp | vllm"),
     model: str = typer.Option("smollm2-135m", "--model", "-m", help="catalog name or local path"),
     served_model: Optional[str] = typer.Option(None, "--served-model",
@@ -55,9 +55,12 @@ def serve(
     server_arg: list[str] = typer.Option([], "--server-arg", help="extra argument for the launched server (repeat)"),
     results: Path = typer.Option(DEFAULT_RESULTS, "--results", help="results directory"),
     uvloop: bool = typer.Option(True, "--uvloop/--no-uvloop", help="use uvloop when installed"),
+    server_metrics: bool = typer.Option(True, "--server-metrics/--no-server-metrics",
+                                        help="scrape the server's Prometheus /metrics during each point"),
+    metrics_interval: float = typer.Option(1.0, "--metrics-interval", help="seconds between scrapes"),
 ) -> None:
     """Load-test an OpenAI-compatible server; one serving record per concurrency/rate point."""
-    from llmbench.workloads.serving import LengthDist, ServeConfig, parse_slo
+    from llmbench.workloads.serving_config import LengthDist, ServeConfig, parse_slo
 
     if (url is None) == (launch is None):
         raise SpecError([("URL / --launch", "give a server URL or --launch llamacpp|vllm (exactly one)")])
@@ -71,6 +74,8 @@ def serve(
         raise SpecError([("--extra-body", f"not JSON: {e}")]) from None
     if not isinstance(extra, dict):
         raise SpecError([("--extra-body", "must be a JSON object")])
+    if not metrics_interval > 0:
+        raise SpecError([("--metrics-interval", f"{metrics_interval} must be > 0 seconds")])
     conc = _ints(concurrency, "--concurrency") if concurrency else []
     rates = _rates(rate) if rate else []
     if dataset is not None and not dataset.is_file():
@@ -83,7 +88,7 @@ def serve(
         burstiness=burstiness, max_concurrency=max_concurrency, num_prompts=num_prompts,
         duration_s=duration, warmup=warmup, cooldown=cooldown, slo=parse_slo(slo),
         timeout_s=timeout, seed=seed, force_output=force_output, extra_body=extra,
-        use_uvloop=uvloop)
+        use_uvloop=uvloop, server_metrics=server_metrics, metrics_interval_s=metrics_interval)
     if max_concurrency is not None and conc and rates:
         raise SpecError([("--max-concurrency", "with --rate, give the cap by --concurrency or --max-concurrency, not both")])
     try:
@@ -127,6 +132,9 @@ def run(cfg, *, url, launch, api_key, device, device_count, server_args, results
                             device=dev, device_count=device_count, api_key=api_key)
             records = run_serving(cfg, target, run_id, progress, on_record=store.write)
     else:
+        from llmbench.loadgen.preflight import normalize_url
+
+        url = normalize_url(url)
         target = Target(url=url, device=device or _auto_device(url), device_count=device_count,
                         api_key=api_key, backend_options={"launched": False, "url": _safe_url(url)})
         records = run_serving(cfg, target, run_id, progress, on_record=store.write)
