@@ -187,3 +187,69 @@ def test_a_url_that_is_not_an_openai_server_is_refused_with_exit_2(tmp_path, cap
     assert code == 2 and "not as an OpenAI-compatible server" in text and "Traceback" not in text
     code, text = serve(["ftp://host:21", "--results", str(tmp_path)], capsys)
     assert code == 2 and "not a server address" in text
+
+
+# -- server metrics (issue 13 item 1) ----------------------------------------------------------------
+def test_server_counted_tokens_equal_the_clients_and_are_stored(tmp_path, capsys):
+    with FaultServer(["usage"], ttft_s=0.01, itl_s=0.01, metrics=True) as s:
+        s.gen_tokens = 500                                    # traffic before the point
+        code, text = serve([s.url, "-c", "2", "-n", "6", "--output-len", "8", "--metrics-interval",
+                            "0.05", "--results", str(tmp_path)], capsys)
+    assert code == 0, text
+    (r,) = records(tmp_path)
+    sm = r.serving["server_metrics"]
+    assert sm["available"] and sm["server"] == "vllm" and sm["scrapes"] >= 3
+    assert sm["counters"]["generation_tokens"] == r.serving["output_tokens"] == 6 * 8
+    assert sm["counters"]["requests_finished"] == 6
+    assert sm["gauges"]["requests_running"]["max"] >= 1       # seen while the load ran
+    assert not any("server counted" in n for n in r.notes)
+
+
+def test_without_server_metrics_the_record_says_why(tmp_path, capsys):
+    with FaultServer(["ok"]) as s:
+        code, text = serve([s.url, "-n", "1", "--output-len", "2", "--results", str(tmp_path / "a")],
+                           capsys)
+        assert code == 0, text
+        code, text = serve([s.url, "-n", "1", "--output-len", "2", "--no-server-metrics",
+                            "--results", str(tmp_path / "b")], capsys)
+        assert code == 0, text
+    (a,), (b,) = records(tmp_path / "a"), records(tmp_path / "b")
+    assert a.serving["server_metrics"]["available"] is False
+    assert "HTTP 404" in a.serving["server_metrics"]["reason"]
+    assert any(n.startswith("no server metrics:") for n in a.notes)
+    assert "--no-server-metrics" in b.serving["server_metrics"]["reason"]
+
+
+# -- trace replay (issue 13 item 3) ------------------------------------------------------------------
+TRACES = Path(__file__).resolve().parents[1] / "loadgen" / "traces"
+
+
+def test_mooncake_trace_is_replayed_on_its_clock_with_its_shared_prefixes(tmp_path, capsys):
+    with FaultServer(["usage"]) as s:
+        code, text = serve([s.url, "--trace", str(TRACES / "mooncake_small.jsonl"),
+                            "--trace-speedup", "4", "--max-output-len", "6", "--results",
+                            str(tmp_path)], capsys)
+        prompts = [b["prompt"] for b in s.bodies]
+        asked = [b["max_tokens"] for b in s.bodies]
+    assert code == 0, text
+    (r,) = records(tmp_path)
+    w = r.workload
+    assert w["load"] == "trace" and w["trace_format"] == "mooncake" and w["requests_sent"] == 6
+    assert w["request_rate"] == pytest.approx(5 / 0.2)            # 6 requests over 0.8 s / 4
+    assert sorted(asked) == sorted([6, 4, 6, 5, 6, 3])
+    assert r.metrics["send_lag_s"].max < 0.05                     # sent on the trace's clock
+    assert r.serving["window_s"]["end"] >= 0.2                    # the last arrival is at 0.2 s
+    assert len(prompts) == 6 and len(set(prompts)) == 6
+    # hash id 0 (512 tokens, > 1000 characters) starts 4 of the 6 prompts; ids 3 and 4 are their own
+    starts = [p[:1000] for p in prompts]
+    assert sorted(starts.count(x) for x in set(starts)) == [1, 1, 4]
+
+
+def test_trace_flags_that_clash_are_refused(tmp_path, capsys):
+    trace = str(TRACES / "azure_small.csv")
+    code, text = serve(["http://127.0.0.1:9", "--trace", trace, "--rate", "2", "--results",
+                        str(tmp_path)], capsys)
+    assert code == 2 and "--rate" in text and "Traceback" not in text
+    code, text = serve(["http://127.0.0.1:9", "--trace", trace, "--trace-format", "csv",
+                        "--results", str(tmp_path)], capsys)
+    assert code == 2 and "--trace-format" in text

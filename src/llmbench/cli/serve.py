@@ -31,6 +31,11 @@ def serve(
     api: str = typer.Option("completions", "--api", help="completions | chat"),
     tokenizer: Optional[str] = typer.Option(None, "--tokenizer", help="NAME|PATH (default: the model's)"),
     dataset: Optional[Path] = typer.Option(None, "--dataset", help="ShareGPT-format JSON file"),
+    trace: Optional[Path] = typer.Option(None, "--trace", help="replay a timestamped trace: Mooncake JSONL, Azure or BurstGPT CSV"),
+    trace_format: str = typer.Option("auto", "--trace-format", help="auto | mooncake | azure | burstgpt"),
+    trace_speedup: float = typer.Option(1.0, "--trace-speedup", help="replay the trace this many times faster"),
+    max_input_len: Optional[int] = typer.Option(None, "--max-input-len", help="cap on a trace request's prompt tokens"),
+    max_output_len: Optional[int] = typer.Option(None, "--max-output-len", help="cap on a trace request's output tokens"),
     input_len: str = typer.Option("32", "--input-len", help="N | uniform:LO:HI | normal:MEAN:STD"),
     output_len: Optional[str] = typer.Option(None, "--output-len", help="N | uniform:LO:HI | normal:MEAN:STD (default 32, or the dataset's)"),
     shared_prefix: float = typer.Option(0.0, "--shared-prefix", help="fraction of each prompt shared by all"),
@@ -76,6 +81,9 @@ def serve(
         raise SpecError([("--extra-body", "must be a JSON object")])
     if not metrics_interval > 0:
         raise SpecError([("--metrics-interval", f"{metrics_interval} must be > 0 seconds")])
+    if trace is not None:
+        _check_trace(trace, trace_format, trace_speedup, max_input_len, max_output_len, rate=rate, dataset=dataset,
+                     duration=duration, concurrency=concurrency)
     conc = _ints(concurrency, "--concurrency") if concurrency else []
     rates = _rates(rate) if rate else []
     if dataset is not None and not dataset.is_file():
@@ -88,11 +96,14 @@ def serve(
         burstiness=burstiness, max_concurrency=max_concurrency, num_prompts=num_prompts,
         duration_s=duration, warmup=warmup, cooldown=cooldown, slo=parse_slo(slo),
         timeout_s=timeout, seed=seed, force_output=force_output, extra_body=extra,
-        use_uvloop=uvloop, server_metrics=server_metrics, metrics_interval_s=metrics_interval)
+        use_uvloop=uvloop, server_metrics=server_metrics, metrics_interval_s=metrics_interval,
+        trace=trace, trace_format=trace_format, trace_speedup=trace_speedup,
+        max_input_len=max_input_len, max_output_len=max_output_len)
     if max_concurrency is not None and conc and rates:
         raise SpecError([("--max-concurrency", "with --rate, give the cap by --concurrency or --max-concurrency, not both")])
     try:
-        cfg.schedules()
+        if trace is None:
+            cfg.schedules()
     except ValueError as e:
         raise SpecError([("schedule", str(e))]) from None
     api_key = _api_key(api_key_env, api_key_file)
@@ -147,7 +158,7 @@ def run(cfg, *, url, launch, api_key, device, device_count, server_args, results
 def summary(records) -> None:
     t = Table(title="serving", show_lines=False)
     for c in ("load", "ok/err", "TTFT p50/p99 ms", "TPOT ms", "ITL ms", "out tok/s", "req/s",
-              "goodput", "client cpu"):
+              "goodput", "prefix hit", "client cpu"):
         t.add_column(c, justify="left" if c == "load" else "right")
 
     def ms(r, k, s="p50"):
@@ -161,15 +172,35 @@ def summary(records) -> None:
     for r in records:
         w, s = r.workload, r.serving
         load = f"c={w['concurrency']}" if w["load"] == "closed" else \
-            f"r={w['request_rate_label']}" + (f" cap={w['max_concurrency']}" if w["max_concurrency"] else "")
+            ("trace " if w["load"] == "trace" else "") + f"r={w['request_rate_label']}" \
+            + (f" cap={w['max_concurrency']}" if w["max_concurrency"] else "")
         t.add_row(load, f"{s['requests'] - s['errors_total']}/{s['errors_total']}",
                   f"{ms(r, 'ttft_s')}/{ms(r, 'ttft_s', 'p99')}", ms(r, "tpot_s"), ms(r, "itl_s"),
                   val(r, "output_throughput_tok_s", 1), val(r, "request_throughput_req_s", 3),
-                  val(r, "goodput_req_s", 3), f"{s['client']['cpu_util']:.0%}")
+                  val(r, "goodput_req_s", 3), val(r, "prefix_cache_hit_rate", 2),
+                  f"{s['client']['cpu_util']:.0%}")
     out.print(t)
     for r in records:
         for n in r.notes:
             console.print(f"[yellow]note[/] {n}")
+
+
+def _check_trace(trace: Path, fmt: str, speedup: float, max_in, max_out, **others) -> None:
+    from llmbench.loadgen.traces import FORMATS
+
+    if fmt not in ("auto", *FORMATS):
+        raise SpecError([("--trace-format", f"{fmt!r} is not one of auto, {', '.join(FORMATS)}")])
+    if not trace.is_file():
+        raise SpecError([("--trace", f"{trace} is not a file")])
+    clash = [f"--{k}" for k, v in others.items() if v is not None]
+    if clash:
+        raise SpecError([("--trace", f"the trace sets the arrival times and lengths; drop "
+                                     f"{', '.join(clash)} (--max-concurrency caps in-flight requests)")])
+    if not speedup > 0:
+        raise SpecError([("--trace-speedup", f"{speedup} must be > 0")])
+    for flag, v in (("--max-input-len", max_in), ("--max-output-len", max_out)):
+        if v is not None and v < 1:
+            raise SpecError([(flag, f"{v} must be >= 1")])
 
 
 def _ints(text: str, flag: str) -> list[int]:

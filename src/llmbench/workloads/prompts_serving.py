@@ -80,3 +80,32 @@ def sharegpt_prompts(path: Path, tok: Tokenizer, n: int, output_len: LengthDist 
     if len(out) < n:
         notes.append(f"dataset gave {len(out)} usable prompts for {n} requests; prompts repeat")
     return out, notes
+
+
+def trace_prompts(tok: Tokenizer, reqs: list, block_tokens: int | None, seed: int) -> list[RequestSpec]:
+    """Prompts for replayed trace requests (loadgen/traces.py): each hash id is one fixed block
+    of the bundled text, so requests whose hash ids agree share exactly that prefix, as in the
+    trace; the rest of a prompt is its own window. Lengths are exact in `tok`."""
+    from llmbench.workloads.prompts import bundled_text
+
+    corpus = tok.encode(bundled_text())
+    m = len(corpus)
+    rng = random.Random(f"trace/{seed}")
+    blocks: dict[int, list[int]] = {}
+
+    def window(s: int, k: int) -> list[int]:
+        return [corpus[(s + i) % m] for i in range(k)]
+
+    def block(h: int) -> list[int]:
+        if h not in blocks:
+            blocks[h] = window(random.Random(f"trace/{seed}/{h}").randrange(m), block_tokens or 0)
+        return blocks[h]
+
+    out = []
+    for r in reqs:
+        ids = [t for h in r.hash_ids for t in block(h)][:r.input_len] if block_tokens else []
+        s, n = rng.randrange(m), len(ids)
+        ids += window(s, r.input_len - n)
+        text, actual = exact_text(tok, ids, lambda k, s=s, n=n: window(s + r.input_len - n, k))
+        out.append(RequestSpec(text, actual, r.output_len))
+    return out

@@ -64,24 +64,7 @@ def run_serving(cfg: ServeConfig, target: Target, run_id: str,
     listed = check_server(url, target.api_key)   # refuse now, not after a point of failures
     ep = Endpoint.parse(url)
     tok = load_tokenizer(cfg.tokenizer or cfg.model)
-    schedules = cfg.schedules()
-    # Every point gets its own prompts: a prompt seen at an earlier point would be a prefix-cache
-    # hit at the next one.
-    counts = [s.num_prompts or _duration_pool(s) for s in schedules]
-    pool_n = sum(counts)
-    notes0: list[str] = []
-    if cfg.dataset:
-        specs, notes0 = sharegpt_prompts(cfg.dataset, tok, pool_n, cfg.output_len, cfg.seed)
-    else:
-        specs = synthetic_prompts(tok, pool_n, cfg.input_len, cfg.output_len or LengthDist(a=32),
-                                  cfg.shared_prefix, cfg.seed)
-        off = sum(1 for s in specs if s.prompt_len != _nominal(cfg.input_len, s.prompt_len))
-        if off:
-            notes0.append(f"{off} prompt(s) could not be made exactly input_len tokens long; "
-                          "their real length is used")
-    if not cfg.dataset and pool_n > len(tok.encode(_corpus_text())) and cfg.shared_prefix == 0:
-        notes0.append(f"{pool_n} prompts outnumber the start positions in the bundled text: "
-                      "some prompts share a beginning")
+    schedules, counts, specs, notes0 = _load_plan(cfg, tok)
     served = cfg.served_model or (listed[0] if listed else cfg.model)
     try:
         ref = resolve(cfg.model)
@@ -140,6 +123,50 @@ def run_serving(cfg: ServeConfig, target: Target, run_id: str,
     return records
 
 
+def _load_plan(cfg: ServeConfig, tok) -> tuple[list[Schedule], list[int], list[RequestSpec], list[str]]:
+    """The points to run, requests per point, the prompts (in order) and notes about them."""
+    if cfg.trace:
+        return _trace_plan(cfg, tok)
+    schedules = cfg.schedules()
+    # Every point gets its own prompts: a prompt seen at an earlier point would be a prefix-cache
+    # hit at the next one.
+    counts = [s.num_prompts or _duration_pool(s) for s in schedules]
+    pool_n = sum(counts)
+    notes0: list[str] = []
+    if cfg.dataset:
+        specs, notes0 = sharegpt_prompts(cfg.dataset, tok, pool_n, cfg.output_len, cfg.seed)
+    else:
+        specs = synthetic_prompts(tok, pool_n, cfg.input_len, cfg.output_len or LengthDist(a=32),
+                                  cfg.shared_prefix, cfg.seed)
+        off = sum(1 for s in specs if s.prompt_len != _nominal(cfg.input_len, s.prompt_len))
+        if off:
+            notes0.append(f"{off} prompt(s) could not be made exactly input_len tokens long; "
+                          "their real length is used")
+    if not cfg.dataset and pool_n > len(tok.encode(_corpus_text())) and cfg.shared_prefix == 0:
+        notes0.append(f"{pool_n} prompts outnumber the start positions in the bundled text: "
+                      "some prompts share a beginning")
+    return schedules, counts, specs, notes0
+
+
+def _trace_plan(cfg: ServeConfig, tok):
+    from llmbench.loadgen.traces import prepare, read_trace
+    from llmbench.workloads.prompts_serving import trace_prompts
+
+    trace = read_trace(cfg.trace, cfg.trace_format)
+    reqs, notes = prepare(trace, speedup=cfg.trace_speedup, max_input_len=cfg.max_input_len,
+                          max_output_len=cfg.max_output_len, limit=cfg.num_prompts)
+    specs = trace_prompts(tok, reqs, trace.block_tokens, cfg.seed)
+    span_s = reqs[-1].t_s
+    rate = (len(reqs) - 1) / span_s if span_s > 0 else math.inf
+    sch = Schedule(rate=rate, offsets_s=tuple(r.t_s for r in reqs), num_prompts=len(reqs),
+                   concurrency=cfg.max_concurrency, seed=cfg.seed)
+    off = sum(1 for r, s in zip(reqs, specs) if s.prompt_len != r.input_len)
+    if off:
+        notes.append(f"{off} trace prompt(s) could not be made exactly their length; the real "
+                     "length is used")
+    return [sch], [len(reqs)], specs, notes
+
+
 def _annotate(rec) -> None:
     try:
         from llmbench.roofline import annotate
@@ -167,26 +194,33 @@ def _duration_pool(s: Schedule) -> int:
 
 def _workload(cfg: ServeConfig, sch: Schedule, specs: list[RequestSpec], res: LoadResult) -> dict:
     rate = sch.rate
-    return {
-        "load": "closed" if sch.closed_loop else "open",
+    own_lens = bool(cfg.dataset or cfg.trace)       # lengths come from the file, not the flags
+    mean_in = round(sum(s.prompt_len for s in specs) / len(specs))
+    mean_out = round(sum(s.output_len for s in specs) / len(specs))
+    source = "trace" if cfg.trace else "dataset"
+    w = {
+        "load": "trace" if cfg.trace else ("closed" if sch.closed_loop else "open"),
         "concurrency": sch.concurrency if sch.closed_loop else None,
         "max_concurrency": None if sch.closed_loop else sch.concurrency,
         "request_rate": rate if rate is not None and not math.isinf(rate) else None,
         "request_rate_label": "closed" if rate is None else ("inf" if math.isinf(rate) else f"{rate:g}"),
-        "burstiness": None if sch.closed_loop else sch.burstiness,
+        "burstiness": None if sch.closed_loop or cfg.trace else sch.burstiness,
         "num_prompts": sch.num_prompts, "duration_s": sch.duration_s,
         "requests_sent": len(res.sent),
-        "input_len": round(sum(s.prompt_len for s in specs) / len(specs)) if cfg.dataset
-        else int(cfg.input_len.mean),
-        "output_len": round(sum(s.output_len for s in specs) / len(specs)) if cfg.output_len is None
-        and cfg.dataset else int((cfg.output_len or LengthDist(a=32)).mean),
-        "input_len_dist": "dataset" if cfg.dataset else str(cfg.input_len),
-        "output_len_dist": str(cfg.output_len) if cfg.output_len else ("dataset" if cfg.dataset else "32"),
-        "dataset": str(cfg.dataset) if cfg.dataset else "synthetic",
+        "input_len": mean_in if own_lens else int(cfg.input_len.mean),
+        "output_len": mean_out if own_lens and cfg.output_len is None
+        else int((cfg.output_len or LengthDist(a=32)).mean),
+        "input_len_dist": source if own_lens else str(cfg.input_len),
+        "output_len_dist": str(cfg.output_len) if cfg.output_len else (source if own_lens else "32"),
+        "dataset": str(cfg.dataset) if cfg.dataset else ("trace" if cfg.trace else "synthetic"),
         "shared_prefix": cfg.shared_prefix, "api": cfg.api, "warmup": cfg.warmup,
         "cooldown": cfg.cooldown, "slo": ",".join(f"{k}={v:g}" for k, v in cfg.slo.items()) or None,
         "force_output": cfg.force_output, "seed": cfg.seed, "timeout_s": cfg.timeout_s,
         "batch_size": None,
     }
+    if cfg.trace:
+        w.update(trace=str(cfg.trace), trace_format=cfg.trace_format, trace_speedup=cfg.trace_speedup,
+                 max_input_len=cfg.max_input_len, max_output_len=cfg.max_output_len)
+    return w
 
 

@@ -62,6 +62,11 @@ class ServeConfig(BaseModel):
     api: Api = "completions"
     tokenizer: str | None = None
     dataset: Path | None = None
+    trace: Path | None = None                   # a timestamped trace to replay (loadgen/traces.py)
+    trace_format: str = "auto"
+    trace_speedup: float = Field(1.0, gt=0)
+    max_input_len: int | None = Field(None, ge=1)    # trace length caps
+    max_output_len: int | None = Field(None, ge=1)
     input_len: LengthDist = LengthDist(a=32)
     output_len: LengthDist | None = None       # None: 32, or the dataset's own lengths
     shared_prefix: float = Field(0.0, ge=0.0, lt=1.0)
