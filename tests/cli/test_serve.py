@@ -253,3 +253,46 @@ def test_trace_flags_that_clash_are_refused(tmp_path, capsys):
     code, text = serve(["http://127.0.0.1:9", "--trace", trace, "--trace-format", "csv",
                         "--results", str(tmp_path)], capsys)
     assert code == 2 and "--trace-format" in text
+
+
+# -- conversations and prefix groups (issue 13 item 2) ----------------------------------------------
+@pytest.mark.parametrize("api", ["completions", "chat"])
+def test_conversations_carry_their_history_and_report_ttft_by_turn(api, tmp_path, capsys):
+    with FaultServer(["usage"], ttft_s=0.005) as s:
+        code, text = serve([s.url, "--turns", "3", "-c", "2", "-n", "3", "--input-len", "16",
+                            "--output-len", "4", "--think-time", "0.05", "--api", api,
+                            "--results", str(tmp_path)], capsys)
+        bodies = s.bodies
+    assert code == 0, text
+    assert len(bodies) == 9                                    # 3 sessions x 3 turns
+    answer = "é" * 4                                           # what the fault server answers
+    if api == "chat":
+        sizes = sorted(len(b["messages"]) for b in bodies)
+        assert sizes == [1, 1, 1, 3, 3, 3, 5, 5, 5]
+        for b in bodies:
+            assert [m["role"] for m in b["messages"]][-1] == "user"
+            assert all(m["content"] == answer for m in b["messages"] if m["role"] == "assistant")
+    else:
+        prompts = [b["prompt"] for b in bodies]
+        firsts = [p for p in prompts if answer not in p]
+        assert len(firsts) == 3
+        for p in prompts:                       # every later turn = an earlier prompt + answer + more
+            if p not in firsts:
+                prev = p[:p.rindex(answer)]
+                assert prev in prompts and p.startswith(prev + answer) and len(p) > len(prev + answer)
+    (r,) = records(tmp_path)
+    assert r.workload["turns"] == 3 and r.workload["sessions"] == 3 and r.workload["think_time_s"] == 0.05
+    for k in (1, 2, 3):
+        assert r.metrics[f"ttft_s_turn{k}"].n == 3
+    t = r.serving["turns"]
+    assert t["1"]["mean_prompt_tokens"] == 16
+    assert t["1"]["mean_prompt_tokens"] < t["2"]["mean_prompt_tokens"] < t["3"]["mean_prompt_tokens"]
+    assert r.serving["window_s"]["end"] >= 2 * 0.05 * 1.5      # two think times in each of 1.5 waves
+
+
+def test_conversations_refuse_an_open_loop(tmp_path, capsys):
+    code, text = serve(["http://127.0.0.1:9", "--turns", "2", "--rate", "3", "--results",
+                        str(tmp_path)], capsys)
+    assert code == 2 and "--turns" in text and "Traceback" not in text
+    code, text = serve(["http://127.0.0.1:9", "--think-time", "-1", "--results", str(tmp_path)], capsys)
+    assert code == 2 and "--think-time" in text and "Traceback" not in text

@@ -170,3 +170,25 @@ def test_one_failed_request_says_nothing_about_warmup_when_none_was_asked():
     assert not any("warm-up" in n for n in notes), notes
     _, _, notes = summarize_point(outcomes, res, ServeConfig(warmup="1"), Tok(), None)
     assert any("warm-up + cool-down cover the whole run" in n for n in notes)
+
+
+@needs_smollm2
+def test_prefix_groups_share_within_a_group_only():
+    from llmbench.workloads.tokenizer import load_tokenizer
+
+    tok = load_tokenizer("smollm2-135m")
+    specs = synthetic_prompts(tok, 6, LengthDist(a=40), LengthDist(a=8), 0.5, seed=3, groups=3)
+    ids = [tok.encode(s.prompt) for s in specs]
+
+    def common(a, b):
+        n = 0
+        while n < len(a) and a[n] == b[n]:
+            n += 1
+        return n
+
+    for i in range(3):
+        assert 18 <= common(ids[i], ids[i + 3]) <= 22          # same group: ~half
+        assert common(ids[i], ids[(i + 1) % 3]) < 3            # other group: nothing
+    one = synthetic_prompts(tok, 4, LengthDist(a=40), LengthDist(a=8), 0.5, seed=3)
+    two = synthetic_prompts(tok, 4, LengthDist(a=40), LengthDist(a=8), 0.5, seed=3, groups=1)
+    assert one == two                                           # one group: as before

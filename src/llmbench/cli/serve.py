@@ -38,7 +38,10 @@ def serve(
     max_output_len: Optional[int] = typer.Option(None, "--max-output-len", help="cap on a trace request's output tokens"),
     input_len: str = typer.Option("32", "--input-len", help="N | uniform:LO:HI | normal:MEAN:STD"),
     output_len: Optional[str] = typer.Option(None, "--output-len", help="N | uniform:LO:HI | normal:MEAN:STD (default 32, or the dataset's)"),
-    shared_prefix: float = typer.Option(0.0, "--shared-prefix", help="fraction of each prompt shared by all"),
+    shared_prefix: float = typer.Option(0.0, "--shared-prefix", help="fraction of each prompt shared by all (by its group)"),
+    prefix_groups: int = typer.Option(1, "--prefix-groups", help="groups of prompts, each sharing its own --shared-prefix"),
+    turns: int = typer.Option(1, "--turns", help="conversations: turns per session, each carrying the history (-n counts sessions)"),
+    think_time: float = typer.Option(0.0, "--think-time", help="seconds between an answer and the next turn"),
     concurrency: Optional[str] = typer.Option(None, "--concurrency", "-c", help="closed-loop levels, e.g. 1,4,16 (a cap with --rate)"),
     rate: Optional[str] = typer.Option(None, "--rate", help="open-loop req/s, e.g. 1,2,inf"),
     burstiness: float = typer.Option(1.0, "--burstiness", help="gamma shape: 1 Poisson, <1 burstier"),
@@ -65,7 +68,7 @@ def serve(
     metrics_interval: float = typer.Option(1.0, "--metrics-interval", help="seconds between scrapes"),
 ) -> None:
     """Load-test an OpenAI-compatible server; one serving record per concurrency/rate point."""
-    from llmbench.workloads.serving_config import LengthDist, ServeConfig, parse_slo
+    from llmbench.workloads.serving_config import LengthDist, parse_slo
 
     if (url is None) == (launch is None):
         raise SpecError([("URL / --launch", "give a server URL or --launch llamacpp|vllm (exactly one)")])
@@ -88,11 +91,12 @@ def serve(
     rates = _rates(rate) if rate else []
     if dataset is not None and not dataset.is_file():
         raise SpecError([("--dataset", f"{dataset} is not a file")])
-    cfg = ServeConfig(
+    cfg = _config(
         model=model, served_model=served_model, api=api, tokenizer=tokenizer, dataset=dataset,
         input_len=LengthDist.parse(input_len, "--input-len"),
         output_len=LengthDist.parse(output_len, "--output-len") if output_len else None,
-        shared_prefix=_fraction(shared_prefix), concurrency=conc, rate=rates,
+        shared_prefix=_fraction(shared_prefix), prefix_groups=prefix_groups, turns=turns,
+        think_time_s=think_time, concurrency=conc, rate=rates,
         burstiness=burstiness, max_concurrency=max_concurrency, num_prompts=num_prompts,
         duration_s=duration, warmup=warmup, cooldown=cooldown, slo=parse_slo(slo),
         timeout_s=timeout, seed=seed, force_output=force_output, extra_body=extra,
@@ -201,6 +205,19 @@ def _check_trace(trace: Path, fmt: str, speedup: float, max_in, max_out, **other
     for flag, v in (("--max-input-len", max_in), ("--max-output-len", max_out)):
         if v is not None and v < 1:
             raise SpecError([(flag, f"{v} must be >= 1")])
+
+
+def _config(**kw):
+    """ServeConfig, its range checks reported as bad input (exit 2) naming the field."""
+    from pydantic import ValidationError
+
+    from llmbench.workloads.serving_config import ServeConfig
+
+    try:
+        return ServeConfig(**kw)
+    except ValidationError as e:
+        raise SpecError([("--" + str(err["loc"][0]).removesuffix("_s").replace("_", "-"), err["msg"])
+                         for err in e.errors()]) from None
 
 
 def _ints(text: str, flag: str) -> list[int]:

@@ -32,8 +32,16 @@ PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 @dataclass
 class RequestSpec:
     prompt: str
-    prompt_len: int          # tokens, by the benchmark's tokenizer
+    prompt_len: int          # tokens, by the benchmark's tokenizer (history included)
     output_len: int          # tokens asked for
+    # A conversation's earlier turns, (user, assistant) pairs, sent before `prompt`.
+    history: tuple[tuple[str, str], ...] = ()
+
+    def full_prompt(self) -> str:
+        """The completions API's prompt: the history's texts then this turn's, concatenated,
+        so each turn's prompt starts with the whole previous prompt and answer (a prefix cache
+        can serve it)."""
+        return "".join(u + a for u, a in self.history) + self.prompt
 
 
 def request_body(spec: RequestSpec, model: str, api: Api, force_output: bool = True,
@@ -43,9 +51,11 @@ def request_body(spec: RequestSpec, model: str, api: Api, force_output: bool = T
                             "stream_options": {"include_usage": True,
                                                "continuous_usage_stats": True}}
     if api == "chat":
-        body["messages"] = [{"role": "user", "content": spec.prompt}]
+        body["messages"] = [m for u, a in spec.history for m in (
+            {"role": "user", "content": u}, {"role": "assistant", "content": a})] + \
+            [{"role": "user", "content": spec.prompt}]
     else:
-        body["prompt"] = spec.prompt
+        body["prompt"] = spec.full_prompt()
     if force_output:
         body["ignore_eos"] = True
         body["min_tokens"] = spec.output_len
@@ -164,6 +174,19 @@ def _text_of(choice: dict) -> str:
         return ""
     parts = (d.get("content"), d.get("reasoning_content") or d.get("reasoning"))
     return "".join(p for p in parts if isinstance(p, str))
+
+
+def answer_text(resp: Response) -> str:
+    """A finished response's answer text (a conversation's next turn carries it)."""
+    parts = []
+    for _, payload in parse_all(resp.pieces):
+        if payload.strip() == b"[DONE]":
+            continue
+        try:
+            parts.append(_decode(payload)[1])
+        except ValueError:
+            continue
+    return "".join(parts)
 
 
 def interpret(resp: Response, t_ref: float, spec: RequestSpec,

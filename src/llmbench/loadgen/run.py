@@ -37,7 +37,9 @@ class LoadResult:
 
 
 async def run_load(ep: Endpoint, requests: list[bytes], schedule: Schedule, *,
-                   timeout_s: float | None = 300.0) -> LoadResult:
+                   timeout_s: float | None = 300.0, driver=None) -> LoadResult:
+    """`driver(pool, t0, sent)`, when given, sends the requests itself (conversations build
+    each turn from the last answer) inside the same measured set-up."""
     pool = Pool(ep)
     n_req = len(requests)
     # Open loop without a cap: connections beyond these are opened on demand (and charged).
@@ -53,7 +55,9 @@ async def run_load(ep: Endpoint, requests: list[bytes], schedule: Schedule, *,
     mon.start()
     t0 = time.perf_counter()
     try:
-        if schedule.closed_loop:
+        if driver is not None:
+            await driver(pool, t0, sent)
+        elif schedule.closed_loop:
             await _closed(pool, requests, schedule, t0, timeout_s, sent)
         else:
             await _open(pool, requests, schedule, t0, timeout_s, sent)
@@ -65,7 +69,7 @@ async def run_load(ep: Endpoint, requests: list[bytes], schedule: Schedule, *,
             gc.enable()
     total = schedule.num_prompts if schedule.num_prompts else len(sent)
     return LoadResult(t0, t_end, sorted(sent, key=lambda s: s.t_sched), check, pool.opened,
-                      prompts_reused=total > n_req)
+                      prompts_reused=driver is None and total > n_req)
 
 
 async def _closed(pool: Pool, requests, schedule: Schedule, t0: float, timeout_s, sent) -> None:

@@ -29,7 +29,9 @@ def exact_text(tok: Tokenizer, ids: list[int], fill: Callable[[int], list[int]])
 
 
 def synthetic_prompts(tok: Tokenizer, n: int, input_len: LengthDist, output_len: LengthDist,
-                      shared_prefix: float, seed: int) -> list[RequestSpec]:
+                      shared_prefix: float, seed: int, groups: int = 1) -> list[RequestSpec]:
+    """`shared_prefix` of each prompt is common to its group (request i is in group
+    i % groups); the rest is the prompt's own window."""
     from llmbench.workloads.prompts import bundled_text
 
     corpus = tok.encode(bundled_text())
@@ -42,9 +44,11 @@ def synthetic_prompts(tok: Tokenizer, n: int, input_len: LengthDist, output_len:
     def window(s: int, k: int) -> list[int]:
         return [corpus[(s + i) % m] for i in range(k)]
 
+    # group 0 starts at the text's beginning (as with one group); the others at their own place
+    group_start = [0] + [random.Random(f"group/{seed}/{g}").randrange(m) for g in range(1, groups)]
     out = []
     for i, (L, p, s) in enumerate(zip(lens, prefix_len, starts)):
-        ids = window(0, p) + window(s, L - p)
+        ids = window(group_start[i % groups], p) + window(s, L - p)
         text, actual = exact_text(tok, ids, lambda k, s=s: window(s + L, k))
         out.append(RequestSpec(text, actual, output_len.sample(rng)))
     return out

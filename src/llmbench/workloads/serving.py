@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 from llmbench.errors import SpecError
 from llmbench.loadgen.client import RequestSpec, encode_request, interpret
+from llmbench.loadgen.conversations import conversation_driver
 from llmbench.loadgen.http import Endpoint
 from llmbench.loadgen.preflight import check_server, normalize_url
 from llmbench.loadgen.run import LoadResult, run_load, run_sync
@@ -29,7 +30,7 @@ from llmbench.loadgen.schedule import Schedule
 from llmbench.measure.redact import redact_args
 from llmbench.workloads.prompts_serving import sharegpt_prompts, synthetic_prompts
 from llmbench.workloads.serving_config import LengthDist, ServeConfig
-from llmbench.workloads.serving_summary import server_view, summarize_point
+from llmbench.workloads.serving_summary import by_turn, server_view, summarize_point
 from llmbench.workloads.tokenizer import load_tokenizer
 
 __all__ = ["LengthDist", "ServeConfig", "Target", "load_tokenizer", "run_serving",
@@ -88,19 +89,30 @@ def run_serving(cfg: ServeConfig, target: Target, run_id: str,
             progress(sch.label())
         mine = [specs[(offset + i) % len(specs)] for i in range(count)]
         offset += count
-        reqs = [encode_request(ep, s, served, cfg.api, force_output=cfg.force_output,
-                               extra=cfg.extra_body, api_key=target.api_key) for s in mine]
+        def encode(spec: RequestSpec) -> bytes:
+            return encode_request(ep, spec, served, cfg.api, force_output=cfg.force_output,
+                                  extra=cfg.extra_body, api_key=target.api_key)
+
+        used: dict[int, RequestSpec] = {}
+        driver = conversation_driver(mine, cfg.turns, sch.concurrency, cfg.think_time_s,
+                                     cfg.timeout_s, encode, used) if cfg.turns > 1 else None
+        reqs = [] if driver else [encode(s) for s in mine]
         scraper = Scraper(url, cfg.metrics_interval_s, target.api_key) if cfg.server_metrics else None
         if scraper:
             scraper.start()
         try:
             with meter.window() as win:
-                res = run_sync(run_load(ep, reqs, sch, timeout_s=cfg.timeout_s), cfg.use_uvloop)
+                res = run_sync(run_load(ep, reqs, sch, timeout_s=cfg.timeout_s, driver=driver),
+                               cfg.use_uvloop)
         finally:
             if scraper:
                 scraper.stop()
-        outcomes = [interpret(s.resp, s.t_sched, mine[s.index % len(mine)], tok.count) for s in res.sent]
+        sent_specs = [_as_sent(used[s.index], tok) if driver else mine[s.index % len(mine)]
+                      for s in res.sent]
+        outcomes = [interpret(s.resp, s.t_sched, sp, tok.count) for s, sp in zip(res.sent, sent_specs)]
         metrics, serving, notes = summarize_point(outcomes, res, cfg, tok, win.energy_j)
+        if driver:
+            by_turn(outcomes, [s.index % cfg.turns for s in res.sent], cfg.turns, metrics, serving)
         server_view(scraper.summary(res.t_start) if scraper else
                     {"available": False, "reason": "not asked (--no-server-metrics)"},
                     metrics, serving, notes)
@@ -123,6 +135,11 @@ def run_serving(cfg: ServeConfig, target: Target, run_id: str,
     return records
 
 
+def _as_sent(spec: RequestSpec, tok) -> RequestSpec:
+    """A conversation turn as sent: its prompt length counts the history it carries."""
+    return RequestSpec(spec.prompt, tok.count(spec.full_prompt()), spec.output_len, spec.history)
+
+
 def _load_plan(cfg: ServeConfig, tok) -> tuple[list[Schedule], list[int], list[RequestSpec], list[str]]:
     """The points to run, requests per point, the prompts (in order) and notes about them."""
     if cfg.trace:
@@ -137,7 +154,7 @@ def _load_plan(cfg: ServeConfig, tok) -> tuple[list[Schedule], list[int], list[R
         specs, notes0 = sharegpt_prompts(cfg.dataset, tok, pool_n, cfg.output_len, cfg.seed)
     else:
         specs = synthetic_prompts(tok, pool_n, cfg.input_len, cfg.output_len or LengthDist(a=32),
-                                  cfg.shared_prefix, cfg.seed)
+                                  cfg.shared_prefix, cfg.seed, groups=cfg.prefix_groups)
         off = sum(1 for s in specs if s.prompt_len != _nominal(cfg.input_len, s.prompt_len))
         if off:
             notes0.append(f"{off} prompt(s) could not be made exactly input_len tokens long; "
@@ -218,6 +235,11 @@ def _workload(cfg: ServeConfig, sch: Schedule, specs: list[RequestSpec], res: Lo
         "force_output": cfg.force_output, "seed": cfg.seed, "timeout_s": cfg.timeout_s,
         "batch_size": None,
     }
+    # only when used: the point key of an ordinary point stays what it was
+    if cfg.prefix_groups > 1:
+        w["prefix_groups"] = cfg.prefix_groups
+    if cfg.turns > 1:
+        w.update(turns=cfg.turns, think_time_s=cfg.think_time_s, sessions=sch.num_prompts // cfg.turns)
     if cfg.trace:
         w.update(trace=str(cfg.trace), trace_format=cfg.trace_format, trace_speedup=cfg.trace_speedup,
                  max_input_len=cfg.max_input_len, max_output_len=cfg.max_output_len)

@@ -70,6 +70,9 @@ class ServeConfig(BaseModel):
     input_len: LengthDist = LengthDist(a=32)
     output_len: LengthDist | None = None       # None: 32, or the dataset's own lengths
     shared_prefix: float = Field(0.0, ge=0.0, lt=1.0)
+    prefix_groups: int = Field(1, ge=1)         # groups each sharing its own prefix
+    turns: int = Field(1, ge=1)                 # > 1: conversations of this many turns
+    think_time_s: float = Field(0.0, ge=0)      # between an answer and the next turn
     concurrency: list[int] = Field(default_factory=list)
     rate: list[float] = Field(default_factory=list)
     burstiness: float = Field(1.0, gt=0)
@@ -97,6 +100,11 @@ class ServeConfig(BaseModel):
 
     def schedules(self) -> list[Schedule]:
         n = None if self.duration_s else (self.num_prompts or 100)
+        if self.turns > 1:   # conversations: -n counts sessions, each `turns` requests
+            if self.rate or self.duration_s:
+                raise ValueError("conversations (--turns) run closed-loop sessions: give "
+                                 "--concurrency and --num-prompts (sessions), not --rate/--duration")
+            n *= self.turns
         out = []
         if self.rate:
             caps = self.concurrency or [self.max_concurrency]

@@ -123,3 +123,20 @@ def server_view(sm: dict, metrics: dict, serving: dict, notes: list[str]) -> Non
     if gen is not None and gen != serving["output_tokens"]:
         notes.append(f"the server counted {gen:g} generated tokens over the point, the client "
                      f"{serving['output_tokens']} (requests cut short, or other clients?)")
+
+
+def by_turn(outcomes: list[Outcome], turn_of: list[int], turns: int, metrics: dict,
+            serving: dict) -> None:
+    """Conversations: TTFT and prompt length by turn (`ttft_s_turn1`, ...); later turns carry
+    the history, so their TTFT shows what a prefix cache saves."""
+    from llmbench.measure.stats import summarize
+
+    serving["turns"] = {}
+    for k in range(turns):
+        mine = [o for o, t in zip(outcomes, turn_of) if t == k and o.ok]
+        ttft = [v for o in mine if (v := o.timeline.ttft_s()) is not None]
+        if ttft:
+            metrics[f"ttft_s_turn{k + 1}"] = summarize(ttft, "s", keep_samples=False)
+        serving["turns"][str(k + 1)] = {
+            "requests": sum(1 for t in turn_of if t == k), "ok": len(mine),
+            "mean_prompt_tokens": sum(o.prompt_len_sent for o in mine) / len(mine) if mine else None}
