@@ -63,7 +63,6 @@ def run_serving(cfg: ServeConfig, target: Target, run_id: str,
 
     url = normalize_url(target.url)
     listed = check_server(url, target.api_key)   # refuse now, not after a point of failures
-    ep = Endpoint.parse(url)
     tok = load_tokenizer(cfg.tokenizer or cfg.model)
     schedules, counts, specs, notes0 = _load_plan(cfg, tok)
     served = cfg.served_model or (listed[0] if listed else cfg.model)
@@ -89,33 +88,7 @@ def run_serving(cfg: ServeConfig, target: Target, run_id: str,
             progress(sch.label())
         mine = [specs[(offset + i) % len(specs)] for i in range(count)]
         offset += count
-        def encode(spec: RequestSpec) -> bytes:
-            return encode_request(ep, spec, served, cfg.api, force_output=cfg.force_output,
-                                  extra=cfg.extra_body, api_key=target.api_key)
-
-        used: dict[int, RequestSpec] = {}
-        driver = conversation_driver(mine, cfg.turns, sch.concurrency, cfg.think_time_s,
-                                     cfg.timeout_s, encode, used) if cfg.turns > 1 else None
-        reqs = [] if driver else [encode(s) for s in mine]
-        scraper = Scraper(url, cfg.metrics_interval_s, target.api_key) if cfg.server_metrics else None
-        if scraper:
-            scraper.start()
-        try:
-            with meter.window() as win:
-                res = run_sync(run_load(ep, reqs, sch, timeout_s=cfg.timeout_s, driver=driver),
-                               cfg.use_uvloop)
-        finally:
-            if scraper:
-                scraper.stop()
-        sent_specs = [_as_sent(used[s.index], tok) if driver else mine[s.index % len(mine)]
-                      for s in res.sent]
-        outcomes = [interpret(s.resp, s.t_sched, sp, tok.count) for s, sp in zip(res.sent, sent_specs)]
-        metrics, serving, notes = summarize_point(outcomes, res, cfg, tok, win.energy_j)
-        if driver:
-            by_turn(outcomes, [s.index % cfg.turns for s in res.sent], cfg.turns, metrics, serving)
-        server_view(scraper.summary(res.t_start) if scraper else
-                    {"available": False, "reason": "not asked (--no-server-metrics)"},
-                    metrics, serving, notes)
+        res, metrics, serving, notes = _measure(cfg, target, url, served, sch, mine, tok, meter)
         workload = _workload(cfg, sch, mine, res)
         key = hashlib.sha256(json.dumps([target.url, target.backend, cfg.model, workload],
                                         sort_keys=True, default=str).encode()).hexdigest()[:16]
@@ -133,6 +106,41 @@ def run_serving(cfg: ServeConfig, target: Target, run_id: str,
         if on_record:
             on_record(records[-1])
     return records
+
+
+def _measure(cfg: ServeConfig, target: Target, url: str, served: str, sch: Schedule,
+             mine: list[RequestSpec], tok, meter) -> tuple[LoadResult, dict, dict, list[str]]:
+    """One load point: send, with the server's /metrics scraped meanwhile, then read."""
+    ep = Endpoint.parse(url)
+
+    def encode(spec: RequestSpec) -> bytes:
+        return encode_request(ep, spec, served, cfg.api, force_output=cfg.force_output,
+                              extra=cfg.extra_body, api_key=target.api_key)
+
+    used: dict[int, RequestSpec] = {}
+    driver = conversation_driver(mine, cfg.turns, sch.concurrency, cfg.think_time_s,
+                                 cfg.timeout_s, encode, used) if cfg.turns > 1 else None
+    reqs = [] if driver else [encode(s) for s in mine]
+    scraper = Scraper(url, cfg.metrics_interval_s, target.api_key) if cfg.server_metrics else None
+    if scraper:
+        scraper.start()
+    try:
+        with meter.window() as win:
+            res = run_sync(run_load(ep, reqs, sch, timeout_s=cfg.timeout_s, driver=driver),
+                           cfg.use_uvloop)
+    finally:
+        if scraper:
+            scraper.stop()
+    sent_specs = [_as_sent(used[s.index], tok) if driver else mine[s.index % len(mine)]
+                  for s in res.sent]
+    outcomes = [interpret(s.resp, s.t_sched, sp, tok.count) for s, sp in zip(res.sent, sent_specs)]
+    metrics, serving, notes = summarize_point(outcomes, res, cfg, tok, win.energy_j)
+    if driver:
+        by_turn(outcomes, [s.index % cfg.turns for s in res.sent], cfg.turns, metrics, serving)
+    server_view(scraper.summary(res.t_start) if scraper else
+                {"available": False, "reason": "not asked (--no-server-metrics)"},
+                metrics, serving, notes)
+    return res, metrics, serving, notes
 
 
 def _as_sent(spec: RequestSpec, tok) -> RequestSpec:
