@@ -64,6 +64,10 @@ def run_serving(cfg: ServeConfig, target: Target, run_id: str,
     url = normalize_url(target.url)
     listed = check_server(url, target.api_key)   # refuse now, not after a point of failures
     tok = load_tokenizer(cfg.tokenizer or cfg.model)
+    if cfg.trace and cfg.trace_format == "auto":   # the record names the format read
+        from llmbench.loadgen.traces import detect_format
+
+        cfg = cfg.model_copy(update={"trace_format": detect_format(cfg.trace)})
     schedules, counts, specs, notes0 = _load_plan(cfg, tok)
     served = cfg.served_model or (listed[0] if listed else cfg.model)
     try:
