@@ -296,3 +296,32 @@ def test_conversations_refuse_an_open_loop(tmp_path, capsys):
     assert code == 2 and "--turns" in text and "Traceback" not in text
     code, text = serve(["http://127.0.0.1:9", "--think-time", "-1", "--results", str(tmp_path)], capsys)
     assert code == 2 and "--think-time" in text and "Traceback" not in text
+
+
+# -- capacity under SLOs (issue 13 item 4) --------------------------------------------------------------
+def test_find_max_rate_brackets_the_slo_on_a_server_of_limited_capacity(tmp_path, capsys):
+    # one answer at a time, 4 tokens 10 ms apart: at most ~30 req/s, TTFT grows with the queue
+    with FaultServer(["ok"], itl_s=0.01, serial=True) as s:
+        code, text = serve([s.url, "--find-max-rate", "--slo", "ttft_s=0.1", "--rate", "8",
+                            "-n", "16", "--output-len", "4", "--rate-tolerance", "0.5",
+                            "--max-points", "6", "--results", str(tmp_path)], capsys)
+    assert code == 0, text
+    recs = sorted(Store(tmp_path).records(), key=lambda r: r.workload["search_point"])
+    res = recs[-1].serving["capacity_search"]
+    walked = res["walked"]
+    assert [r.workload["request_rate"] for r in recs] == [w["rate"] for w in walked]
+    assert walked[0]["rate"] == 8 and len(walked) <= 6
+    lo, hi = res["low_req_s"], res["high_req_s"]
+    assert lo is not None and hi is not None and lo < hi
+    assert any(w["meets"] and w["rate"] == lo for w in walked)
+    assert any(not w["meets"] and w["rate"] == hi for w in walked)
+    assert all(r.workload["find_max_rate"] and r.workload["slo_fraction"] == 0.9 for r in recs)
+    assert f"capacity: {lo:.3g} req/s" in text
+
+
+def test_find_max_rate_needs_an_slo_and_an_open_loop(tmp_path, capsys):
+    code, text = serve(["http://127.0.0.1:9", "--find-max-rate", "--results", str(tmp_path)], capsys)
+    assert code == 2 and "--find-max-rate" in text and "--slo" in text
+    code, text = serve(["http://127.0.0.1:9", "--find-max-rate", "--slo", "ttft_s=1", "-c", "4",
+                        "--results", str(tmp_path)], capsys)
+    assert code == 2 and "drop --concurrency" in text

@@ -29,8 +29,11 @@ TOKEN = "é"   # two UTF-8 bytes: splitting a read inside it must not matter
 
 class FaultServer:
     def __init__(self, plan: list[str] | None = None, ttft_s: float = 0.0, itl_s: float = 0.0,
-                 k: int = 3, metrics: bool = False):
+                 k: int = 3, metrics: bool = False, serial: bool = False):
         self.plan = plan or ["ok"]
+        # serial=True: one answer at a time, the rest queue (a server with a capacity limit)
+        self.serial = serial
+        self._lock: asyncio.Lock | None = None
         # metrics=True: a vLLM-style Prometheus /metrics counting what this server really sent
         self.metrics = metrics
         self.gen_tokens = 0
@@ -108,6 +111,11 @@ class FaultServer:
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         self.running += 1
         try:
+            if self.serial:
+                if self._lock is None:
+                    self._lock = asyncio.Lock()
+                async with self._lock:
+                    return await self._respond(request)
             return await self._respond(request)
         finally:
             self.running -= 1

@@ -51,6 +51,10 @@ def serve(
     warmup: str = typer.Option("0", "--warmup", help="excluded start of each point: seconds or N%"),
     cooldown: str = typer.Option("0", "--cooldown", help="excluded end of each point: seconds or N%"),
     slo: Optional[str] = typer.Option(None, "--slo", help="goodput SLOs, e.g. ttft_s=0.5,tpot_s=0.05,e2e_s=10"),
+    find_max_rate: bool = typer.Option(False, "--find-max-rate", help="search the highest request rate at which --slo-fraction of requests meet every --slo (start: --rate, default 1)"),
+    slo_fraction: float = typer.Option(0.9, "--slo-fraction", help="fraction of requests that must meet every SLO (--find-max-rate)"),
+    rate_tolerance: float = typer.Option(0.1, "--rate-tolerance", help="--find-max-rate stops when high/low <= 1 + this"),
+    max_points: int = typer.Option(10, "--max-points", help="most rates --find-max-rate measures"),
     timeout: float = typer.Option(300.0, "--timeout", help="per-request limit, seconds"),
     seed: int = typer.Option(0, "--seed"),
     force_output: bool = typer.Option(True, "--force-output/--no-force-output",
@@ -89,6 +93,13 @@ def serve(
                      duration=duration, concurrency=concurrency)
     conc = _ints(concurrency, "--concurrency") if concurrency else []
     rates = _rates(rate) if rate else []
+    if find_max_rate:
+        clash = [f for f, v in (("--concurrency", concurrency), ("--duration", duration),
+                                ("--trace", trace), ("--turns", turns if turns > 1 else None)) if v]
+        if not slo or clash or len(rates) > 1:
+            raise SpecError([("--find-max-rate", "needs --slo, at most one --rate (where to start), "
+                              "-n requests per rate, and an open loop"
+                              + (f"; drop {', '.join(clash)}" if clash else ""))])
     if dataset is not None and not dataset.is_file():
         raise SpecError([("--dataset", f"{dataset} is not a file")])
     cfg = _config(
@@ -102,11 +113,12 @@ def serve(
         timeout_s=timeout, seed=seed, force_output=force_output, extra_body=extra,
         use_uvloop=uvloop, server_metrics=server_metrics, metrics_interval_s=metrics_interval,
         trace=trace, trace_format=trace_format, trace_speedup=trace_speedup,
-        max_input_len=max_input_len, max_output_len=max_output_len)
+        max_input_len=max_input_len, max_output_len=max_output_len, find_max_rate=find_max_rate,
+        slo_fraction=slo_fraction, rate_tolerance=rate_tolerance, max_points=max_points)
     if max_concurrency is not None and conc and rates:
         raise SpecError([("--max-concurrency", "with --rate, give the cap by --concurrency or --max-concurrency, not both")])
     try:
-        if trace is None:
+        if trace is None and not find_max_rate:
             cfg.schedules()
     except ValueError as e:
         raise SpecError([("schedule", str(e))]) from None
@@ -154,6 +166,8 @@ def run(cfg, *, url, launch, api_key, device, device_count, server_args, results
                         api_key=api_key, backend_options={"launched": False, "url": _safe_url(url)})
         records = run_serving(cfg, target, run_id, progress, on_record=store.write)
     summary(records)
+    if cfg.find_max_rate and records:
+        capacity(records[-1].serving["capacity_search"], cfg)
     out.print(f"results: {Path(results).resolve()} (run {run_id})")
     if any(r.status != "ok" for r in records):
         raise SystemExit(3)
@@ -218,6 +232,18 @@ def _config(**kw):
     except ValidationError as e:
         raise SpecError([("--" + str(err["loc"][0]).removesuffix("_s").replace("_", "-"), err["msg"])
                          for err in e.errors()]) from None
+
+
+def capacity(result: dict, cfg) -> None:
+    slo = ",".join(f"{k}={v:g}" for k, v in cfg.slo.items())
+    lo, hi = result["low_req_s"], result["high_req_s"]
+    span = f"met at {lo:.3g}, missed at {hi:.3g} req/s" if lo and hi else ""
+    if lo is None:
+        out.print(f"capacity: no rate tried had {cfg.slo_fraction:.0%} of requests meet {slo} "
+                  f"({result['reason']})")
+    else:
+        out.print(f"capacity: {lo:.3g} req/s with {cfg.slo_fraction:.0%} of requests meeting {slo}"
+                  + (f" ({span}; {result['reason']})" if span else f" ({result['reason']})"))
 
 
 def _ints(text: str, flag: str) -> list[int]:

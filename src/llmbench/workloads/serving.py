@@ -30,7 +30,7 @@ from llmbench.loadgen.schedule import Schedule
 from llmbench.measure.redact import redact_args
 from llmbench.workloads.prompts_serving import sharegpt_prompts, synthetic_prompts
 from llmbench.workloads.serving_config import LengthDist, ServeConfig
-from llmbench.workloads.serving_summary import by_turn, server_view, summarize_point
+from llmbench.workloads.serving_summary import by_turn, server_view, slo_met_fraction, summarize_point
 from llmbench.workloads.tokenizer import load_tokenizer
 
 __all__ = ["LengthDist", "ServeConfig", "Target", "load_tokenizer", "run_serving",
@@ -86,34 +86,73 @@ def run_serving(cfg: ServeConfig, target: Target, run_id: str,
     env = capture()
     env["argv"] = redact_args(env.get("argv", []))
     records = []
-    offset = 0
-    for sch, count in zip(schedules, counts):
+
+    def point(sch: Schedule, mine: list[RequestSpec], watch=None, search: dict | None = None):
         if progress:
             progress(sch.label())
-        mine = [specs[(offset + i) % len(specs)] for i in range(count)]
-        offset += count
-        res, metrics, serving, notes = _measure(cfg, target, url, served, sch, mine, tok, meter)
+        res, metrics, serving, notes = _measure(cfg, target, url, served, sch, mine, tok, meter, watch)
         workload = _workload(cfg, sch, mine, res)
+        if search is not None:
+            workload.update(find_max_rate=True, slo_fraction=cfg.slo_fraction,
+                            search_point=search["point"])
         key = hashlib.sha256(json.dumps([target.url, target.backend, cfg.model, workload],
                                         sort_keys=True, default=str).encode()).hexdigest()[:16]
         bad = serving["requests"] and serving["errors_total"] == serving["requests"]
-        records.append(Record(
+        rec = Record(
             run_id=run_id, point_key=key, kind="serving",
-            status="failed" if bad else "ok",
+            status="failed" if bad and watch is None else "ok",
             error=f"every request failed: {serving['errors_by_kind']}" if bad else None,
             backend=BackendInfo(name=target.backend, version=target.backend_version,
                                 options={"api": cfg.api, "served_model": served,
                                          **(target.backend_options or {})}),
             model=model, hardware=hw, workload=workload, metrics=metrics,
-            power=meter.describe(), notes=notes0 + notes, env=env, serving=serving))
-        _annotate(records[-1])
+            power=meter.describe(), notes=notes0 + notes, env=env, serving=serving)
+        _annotate(rec)
+        records.append(rec)
+        return rec
+
+    if cfg.find_max_rate:
+        _find_max_rate(cfg, specs, point, on_record)
+        return records
+    offset = 0
+    for sch, count in zip(schedules, counts):
+        mine = [specs[(offset + i) % len(specs)] for i in range(count)]
+        offset += count
+        rec = point(sch, mine)
         if on_record:
-            on_record(records[-1])
+            on_record(rec)
     return records
 
 
+def _find_max_rate(cfg: ServeConfig, specs: list[RequestSpec], point, on_record) -> None:
+    """Bisect on the request rate (loadgen/capacity.py); one record per rate walked, each
+    carrying the search so far (the last one the answer)."""
+    from llmbench.loadgen.capacity import PointWatch, RateSearch
+
+    n = cfg.num_prompts or 100
+    search = RateSearch(start_rate=cfg.rate[0] if cfg.rate else 1.0, tolerance=cfg.rate_tolerance,
+                        max_points=cfg.max_points)
+    k = 0
+    while (rate := search.next_rate()) is not None:
+        sch = Schedule(rate=rate, burstiness=cfg.burstiness, concurrency=cfg.max_concurrency,
+                       num_prompts=n, seed=cfg.seed + k)
+        watch = PointWatch(n, cfg.slo, cfg.slo_fraction)
+        rec = point(sch, specs[k * n:(k + 1) * n], watch, {"point": k})
+        met = rec.serving["slo_met_fraction"]
+        meets = watch.stop_reason == "under" or (
+            watch.stop_reason is None and met is not None and met >= cfg.slo_fraction)
+        search.add(rate, meets, met, watch.stop_reason)
+        rec.serving["capacity_search"] = search.result()
+        if watch.stop_reason and (watch.cancelled or rec.serving["requests"] < n):
+            rec.notes.append(f"stopped early after {rec.serving['requests']} of {n} requests "
+                             f"({watch.cancelled} in flight cancelled): {watch.describe()}")
+        if on_record:
+            on_record(rec)
+        k += 1
+
+
 def _measure(cfg: ServeConfig, target: Target, url: str, served: str, sch: Schedule,
-             mine: list[RequestSpec], tok, meter) -> tuple[LoadResult, dict, dict, list[str]]:
+             mine: list[RequestSpec], tok, meter, watch=None) -> tuple[LoadResult, dict, dict, list[str]]:
     """One load point: send, with the server's /metrics scraped meanwhile, then read."""
     ep = Endpoint.parse(url)
 
@@ -130,8 +169,8 @@ def _measure(cfg: ServeConfig, target: Target, url: str, served: str, sch: Sched
         scraper.start()
     try:
         with meter.window() as win:
-            res = run_sync(run_load(ep, reqs, sch, timeout_s=cfg.timeout_s, driver=driver),
-                           cfg.use_uvloop)
+            res = run_sync(run_load(ep, reqs, sch, timeout_s=cfg.timeout_s, driver=driver,
+                                    watch=watch), cfg.use_uvloop)
     finally:
         if scraper:
             scraper.stop()
@@ -139,6 +178,8 @@ def _measure(cfg: ServeConfig, target: Target, url: str, served: str, sch: Sched
                   for s in res.sent]
     outcomes = [interpret(s.resp, s.t_sched, sp, tok.count) for s, sp in zip(res.sent, sent_specs)]
     metrics, serving, notes = summarize_point(outcomes, res, cfg, tok, win.energy_j)
+    serving["slo_met_fraction"] = slo_met_fraction(outcomes, cfg.slo,
+                                                   watch.cancelled if watch else 0)
     if driver:
         by_turn(outcomes, [s.index % cfg.turns for s in res.sent], cfg.turns, metrics, serving)
     server_view(scraper.summary(res.t_start) if scraper else
@@ -156,10 +197,11 @@ def _load_plan(cfg: ServeConfig, tok) -> tuple[list[Schedule], list[int], list[R
     """The points to run, requests per point, the prompts (in order) and notes about them."""
     if cfg.trace:
         return _trace_plan(cfg, tok)
-    schedules = cfg.schedules()
     # Every point gets its own prompts: a prompt seen at an earlier point would be a prefix-cache
-    # hit at the next one.
-    counts = [s.num_prompts or _duration_pool(s) for s in schedules]
+    # hit at the next one. A capacity search makes its points as it goes: a pool for all.
+    schedules = [] if cfg.find_max_rate else cfg.schedules()
+    counts = [cfg.max_points * (cfg.num_prompts or 100)] if cfg.find_max_rate else \
+        [s.num_prompts or _duration_pool(s) for s in schedules]
     pool_n = sum(counts)
     notes0: list[str] = []
     if cfg.dataset:

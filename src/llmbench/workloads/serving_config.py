@@ -82,6 +82,10 @@ class ServeConfig(BaseModel):
     warmup: str = "0"                           # seconds, or "10%" of the run
     cooldown: str = "0"
     slo: dict[str, float] = Field(default_factory=dict)
+    find_max_rate: bool = False                 # search the highest rate meeting the SLOs
+    slo_fraction: float = Field(0.9, gt=0, le=1)   # of requests that must meet every SLO
+    rate_tolerance: float = Field(0.1, gt=0)    # search ends when high / low <= 1 + this
+    max_points: int = Field(10, ge=2)
     timeout_s: float = Field(300.0, gt=0)
     seed: int = 0
     force_output: bool = True

@@ -140,3 +140,14 @@ def by_turn(outcomes: list[Outcome], turn_of: list[int], turns: int, metrics: di
         serving["turns"][str(k + 1)] = {
             "requests": sum(1 for t in turn_of if t == k), "ok": len(mine),
             "mean_prompt_tokens": sum(o.prompt_len_sent for o in mine) / len(mine) if mine else None}
+
+
+def slo_met_fraction(outcomes: list[Outcome], slo: dict[str, float], cancelled: int = 0) -> float | None:
+    """Of all requests of the point (failed and cancelled ones count as missing), the fraction
+    that met every SLO; None without SLOs."""
+    from llmbench.metrics import meets_slo
+
+    total = len(outcomes) + cancelled
+    if not slo or not total:
+        return None
+    return sum(1 for o in outcomes if o.ok and meets_slo(o.timeline, slo)) / total
