@@ -1,7 +1,6 @@
 """Capacity under SLOs: the rate search's walk and answer, and the early stop of one point
 (clearly over, clearly under, over-saturated), on an oracle and on the fault server."""
 
-import pytest
 from fault_server import FaultServer
 
 from llmbench.loadgen.capacity import PointWatch, RateSearch
