@@ -325,3 +325,17 @@ def test_find_max_rate_needs_an_slo_and_an_open_loop(tmp_path, capsys):
     code, text = serve(["http://127.0.0.1:9", "--find-max-rate", "--slo", "ttft_s=1", "-c", "4",
                         "--results", str(tmp_path)], capsys)
     assert code == 2 and "drop --concurrency" in text
+
+
+# -- reasoning-aware timing (issue 13 item 5) -------------------------------------------------------
+def test_reasoning_and_answer_first_tokens_and_counts_are_recorded(tmp_path, capsys):
+    with FaultServer(["reasoning"], itl_s=0.005) as s:
+        code, text = serve([s.url, "--api", "chat", "-n", "3", "--output-len", "8", "--results",
+                            str(tmp_path)], capsys)
+    assert code == 0, text
+    (r,) = records(tmp_path)
+    m = r.metrics
+    assert m["ttft_reasoning_s"].n == 3 and m["ttft_answer_s"].n == 3
+    assert m["ttft_answer_s"].min > m["ttft_reasoning_s"].max - 1e-9
+    assert m["ttft_reasoning_s"].mean == pytest.approx(m["ttft_s"].mean)
+    assert m["reasoning_tokens"].mean == 4 and m["answer_tokens"].mean == 4

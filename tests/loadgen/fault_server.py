@@ -8,6 +8,7 @@ merged    every event written in one write (one TCP read on the client)
 split     every event cut into pieces at awkward places (inside CRLF and a UTF-8 character)
 crlf      CRLF line ends, comments and a multi-line data field
 short     stops after half the asked tokens (an early EOS despite ignore_eos)
+reasoning chat: the first half of the tokens as `reasoning_content`, then the answer as `content`
 429 / 500 an HTTP error status with a JSON body
 malformed an event whose data is not JSON
 drop      a few events, then the connection is reset mid-stream
@@ -139,7 +140,8 @@ class FaultServer:
         def event(i: int, k: int = 1, usage: int | None = None) -> bytes:
             self.gen_tokens += k
             text = TOKEN * k
-            choice = {"index": 0, "delta": {"content": text}} if chat else {"index": 0, "text": text}
+            field = "reasoning_content" if mode == "reasoning" and i < n // 2 else "content"
+            choice = {"index": 0, "delta": {field: text}} if chat else {"index": 0, "text": text}
             obj = {"id": "x", "choices": [choice]}
             if usage is not None:
                 obj["usage"] = {"prompt_tokens": 5, "completion_tokens": usage}
@@ -191,7 +193,7 @@ class FaultServer:
             await resp.write(event(0))
             await self._stop.wait()
             return resp
-        else:  # ok, usage, short
+        else:  # ok, usage, short, reasoning
             m = n // 2 if mode == "short" else n
             for i in range(m):
                 if i and self.itl_s:

@@ -52,6 +52,8 @@ def summarize_point(outcomes: list[Outcome], res: LoadResult, cfg: ServeConfig, 
                                                       keep_samples=False)
     notes += sc.warnings()
 
+    reasoning_metrics(ok, tok, metrics)
+
     errors = Counter(o.error_kind for o in outcomes if not o.ok)
     examples = {}
     for o in outcomes:
@@ -151,3 +153,26 @@ def slo_met_fraction(outcomes: list[Outcome], slo: dict[str, float], cancelled: 
     if not slo or not total:
         return None
     return sum(1 for o in outcomes if o.ok and meets_slo(o.timeline, slo)) / total
+
+
+def reasoning_metrics(ok: list[Outcome], tok: Tokenizer, metrics: dict) -> None:
+    """Servers that stream reasoning apart from the answer: time to the first reasoning token
+    and to the first answer token (both from the scheduled send, as TTFT), and both token
+    counts (reasoning by the tokenizer, answer = output tokens - reasoning), over every
+    successful request of the point."""
+    from llmbench.measure.stats import summarize
+
+    thinking = [o for o in ok if o.t_first_reasoning is not None]
+    if not thinking:
+        return
+    answered = [o for o in thinking if o.t_first_answer is not None]
+    n_reason = [tok.count(o.reasoning_text) for o in thinking]
+    metrics["ttft_reasoning_s"] = summarize([o.t_first_reasoning - o.timeline.t_ref for o in thinking],
+                                            "s", keep_samples=False)
+    if answered:
+        metrics["ttft_answer_s"] = summarize([o.t_first_answer - o.timeline.t_ref for o in answered],
+                                             "s", keep_samples=False)
+    metrics["reasoning_tokens"] = summarize(n_reason, "tokens", keep_samples=False)
+    metrics["answer_tokens"] = summarize([max(0, o.timeline.output_tokens - n)
+                                          for o, n in zip(thinking, n_reason)], "tokens",
+                                         keep_samples=False)
