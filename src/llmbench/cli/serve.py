@@ -23,7 +23,7 @@ def register(app: typer.Typer) -> None:
 
 
 def serve(
-    url: Optional[str] = typer.Argument(None, help="server base URL, e.g. http://host:8000"),
+    url: Optional[str] = typer.Argument(None, help="server base URL, e.g. http://host:8000 or host:8000 (a trailing /v1 is fine)"),
     launch: Optional[str] = typer.Option(None, "--launch", help="start a server here: llamacpp | vllm"),
     model: str = typer.Option("smollm2-135m", "--model", "-m", help="catalog name or local path"),
     served_model: Optional[str] = typer.Option(None, "--served-model",
@@ -31,9 +31,17 @@ def serve(
     api: str = typer.Option("completions", "--api", help="completions | chat"),
     tokenizer: Optional[str] = typer.Option(None, "--tokenizer", help="NAME|PATH (default: the model's)"),
     dataset: Optional[Path] = typer.Option(None, "--dataset", help="ShareGPT-format JSON file"),
+    trace: Optional[Path] = typer.Option(None, "--trace", help="replay a timestamped trace: Mooncake JSONL, Azure or BurstGPT CSV"),
+    trace_format: str = typer.Option("auto", "--trace-format", help="auto | mooncake | azure | burstgpt"),
+    trace_speedup: float = typer.Option(1.0, "--trace-speedup", help="replay the trace this many times faster"),
+    max_input_len: Optional[int] = typer.Option(None, "--max-input-len", help="cap on a trace request's prompt tokens"),
+    max_output_len: Optional[int] = typer.Option(None, "--max-output-len", help="cap on a trace request's output tokens"),
     input_len: str = typer.Option("32", "--input-len", help="N | uniform:LO:HI | normal:MEAN:STD"),
     output_len: Optional[str] = typer.Option(None, "--output-len", help="N | uniform:LO:HI | normal:MEAN:STD (default 32, or the dataset's)"),
-    shared_prefix: float = typer.Option(0.0, "--shared-prefix", help="fraction of each prompt shared by all"),
+    shared_prefix: float = typer.Option(0.0, "--shared-prefix", help="fraction of each prompt shared by all (by its group)"),
+    prefix_groups: int = typer.Option(1, "--prefix-groups", help="groups of prompts, each sharing its own --shared-prefix"),
+    turns: int = typer.Option(1, "--turns", help="conversations: turns per session, each carrying the history (-n counts sessions)"),
+    think_time: float = typer.Option(0.0, "--think-time", help="seconds between an answer and the next turn"),
     concurrency: Optional[str] = typer.Option(None, "--concurrency", "-c", help="closed-loop levels, e.g. 1,4,16 (a cap with --rate)"),
     rate: Optional[str] = typer.Option(None, "--rate", help="open-loop req/s, e.g. 1,2,inf"),
     burstiness: float = typer.Option(1.0, "--burstiness", help="gamma shape: 1 Poisson, <1 burstier"),
@@ -43,6 +51,10 @@ def serve(
     warmup: str = typer.Option("0", "--warmup", help="excluded start of each point: seconds or N%"),
     cooldown: str = typer.Option("0", "--cooldown", help="excluded end of each point: seconds or N%"),
     slo: Optional[str] = typer.Option(None, "--slo", help="goodput SLOs, e.g. ttft_s=0.5,tpot_s=0.05,e2e_s=10"),
+    find_max_rate: bool = typer.Option(False, "--find-max-rate", help="search the highest request rate at which --slo-fraction of requests meet every --slo (start: --rate, default 1)"),
+    slo_fraction: float = typer.Option(0.9, "--slo-fraction", help="fraction of requests that must meet every SLO (--find-max-rate)"),
+    rate_tolerance: float = typer.Option(0.1, "--rate-tolerance", help="--find-max-rate stops when high/low <= 1 + this"),
+    max_points: int = typer.Option(10, "--max-points", help="most rates --find-max-rate measures"),
     timeout: float = typer.Option(300.0, "--timeout", help="per-request limit, seconds"),
     seed: int = typer.Option(0, "--seed"),
     force_output: bool = typer.Option(True, "--force-output/--no-force-output",
@@ -55,9 +67,12 @@ def serve(
     server_arg: list[str] = typer.Option([], "--server-arg", help="extra argument for the launched server (repeat)"),
     results: Path = typer.Option(DEFAULT_RESULTS, "--results", help="results directory"),
     uvloop: bool = typer.Option(True, "--uvloop/--no-uvloop", help="use uvloop when installed"),
+    server_metrics: bool = typer.Option(True, "--server-metrics/--no-server-metrics",
+                                        help="scrape the server's Prometheus /metrics during each point"),
+    metrics_interval: float = typer.Option(1.0, "--metrics-interval", help="seconds between scrapes"),
 ) -> None:
     """Load-test an OpenAI-compatible server; one serving record per concurrency/rate point."""
-    from llmbench.workloads.serving import LengthDist, ServeConfig, parse_slo
+    from llmbench.workloads.serving_config import LengthDist, parse_slo
 
     if (url is None) == (launch is None):
         raise SpecError([("URL / --launch", "give a server URL or --launch llamacpp|vllm (exactly one)")])
@@ -71,23 +86,40 @@ def serve(
         raise SpecError([("--extra-body", f"not JSON: {e}")]) from None
     if not isinstance(extra, dict):
         raise SpecError([("--extra-body", "must be a JSON object")])
+    if not metrics_interval > 0:
+        raise SpecError([("--metrics-interval", f"{metrics_interval} must be > 0 seconds")])
+    if trace is not None:
+        _check_trace(trace, trace_format, trace_speedup, max_input_len, max_output_len, rate=rate, dataset=dataset,
+                     duration=duration, concurrency=concurrency)
     conc = _ints(concurrency, "--concurrency") if concurrency else []
     rates = _rates(rate) if rate else []
+    if find_max_rate:
+        clash = [f for f, v in (("--concurrency", concurrency), ("--duration", duration),
+                                ("--trace", trace), ("--turns", turns if turns > 1 else None)) if v]
+        if not slo or clash or len(rates) > 1:
+            raise SpecError([("--find-max-rate", "needs --slo, at most one --rate (where to start), "
+                              "-n requests per rate, and an open loop"
+                              + (f"; drop {', '.join(clash)}" if clash else ""))])
     if dataset is not None and not dataset.is_file():
         raise SpecError([("--dataset", f"{dataset} is not a file")])
-    cfg = ServeConfig(
+    cfg = _config(
         model=model, served_model=served_model, api=api, tokenizer=tokenizer, dataset=dataset,
         input_len=LengthDist.parse(input_len, "--input-len"),
         output_len=LengthDist.parse(output_len, "--output-len") if output_len else None,
-        shared_prefix=_fraction(shared_prefix), concurrency=conc, rate=rates,
+        shared_prefix=_fraction(shared_prefix), prefix_groups=prefix_groups, turns=turns,
+        think_time_s=think_time, concurrency=conc, rate=rates,
         burstiness=burstiness, max_concurrency=max_concurrency, num_prompts=num_prompts,
         duration_s=duration, warmup=warmup, cooldown=cooldown, slo=parse_slo(slo),
         timeout_s=timeout, seed=seed, force_output=force_output, extra_body=extra,
-        use_uvloop=uvloop)
+        use_uvloop=uvloop, server_metrics=server_metrics, metrics_interval_s=metrics_interval,
+        trace=trace, trace_format=trace_format, trace_speedup=trace_speedup,
+        max_input_len=max_input_len, max_output_len=max_output_len, find_max_rate=find_max_rate,
+        slo_fraction=slo_fraction, rate_tolerance=rate_tolerance, max_points=max_points)
     if max_concurrency is not None and conc and rates:
         raise SpecError([("--max-concurrency", "with --rate, give the cap by --concurrency or --max-concurrency, not both")])
     try:
-        cfg.schedules()
+        if trace is None and not find_max_rate:
+            cfg.schedules()
     except ValueError as e:
         raise SpecError([("schedule", str(e))]) from None
     api_key = _api_key(api_key_env, api_key_file)
@@ -127,10 +159,15 @@ def run(cfg, *, url, launch, api_key, device, device_count, server_args, results
                             device=dev, device_count=device_count, api_key=api_key)
             records = run_serving(cfg, target, run_id, progress, on_record=store.write)
     else:
+        from llmbench.loadgen.preflight import normalize_url
+
+        url = normalize_url(url)
         target = Target(url=url, device=device or _auto_device(url), device_count=device_count,
                         api_key=api_key, backend_options={"launched": False, "url": _safe_url(url)})
         records = run_serving(cfg, target, run_id, progress, on_record=store.write)
     summary(records)
+    if cfg.find_max_rate and records:
+        capacity(records[-1].serving["capacity_search"], cfg)
     out.print(f"results: {Path(results).resolve()} (run {run_id})")
     if any(r.status != "ok" for r in records):
         raise SystemExit(3)
@@ -139,7 +176,7 @@ def run(cfg, *, url, launch, api_key, device, device_count, server_args, results
 def summary(records) -> None:
     t = Table(title="serving", show_lines=False)
     for c in ("load", "ok/err", "TTFT p50/p99 ms", "TPOT ms", "ITL ms", "out tok/s", "req/s",
-              "goodput", "client cpu"):
+              "goodput", "prefix hit", "client cpu"):
         t.add_column(c, justify="left" if c == "load" else "right")
 
     def ms(r, k, s="p50"):
@@ -153,15 +190,60 @@ def summary(records) -> None:
     for r in records:
         w, s = r.workload, r.serving
         load = f"c={w['concurrency']}" if w["load"] == "closed" else \
-            f"r={w['request_rate_label']}" + (f" cap={w['max_concurrency']}" if w["max_concurrency"] else "")
+            ("trace " if w["load"] == "trace" else "") + f"r={w['request_rate_label']}" \
+            + (f" cap={w['max_concurrency']}" if w["max_concurrency"] else "")
         t.add_row(load, f"{s['requests'] - s['errors_total']}/{s['errors_total']}",
                   f"{ms(r, 'ttft_s')}/{ms(r, 'ttft_s', 'p99')}", ms(r, "tpot_s"), ms(r, "itl_s"),
                   val(r, "output_throughput_tok_s", 1), val(r, "request_throughput_req_s", 3),
-                  val(r, "goodput_req_s", 3), f"{s['client']['cpu_util']:.0%}")
+                  val(r, "goodput_req_s", 3), val(r, "prefix_cache_hit_rate", 2),
+                  f"{s['client']['cpu_util']:.0%}")
     out.print(t)
     for r in records:
         for n in r.notes:
             console.print(f"[yellow]note[/] {n}")
+
+
+def _check_trace(trace: Path, fmt: str, speedup: float, max_in, max_out, **others) -> None:
+    from llmbench.loadgen.traces import FORMATS
+
+    if fmt not in ("auto", *FORMATS):
+        raise SpecError([("--trace-format", f"{fmt!r} is not one of auto, {', '.join(FORMATS)}")])
+    if not trace.is_file():
+        raise SpecError([("--trace", f"{trace} is not a file")])
+    clash = [f"--{k}" for k, v in others.items() if v is not None]
+    if clash:
+        raise SpecError([("--trace", f"the trace sets the arrival times and lengths; drop "
+                                     f"{', '.join(clash)} (--max-concurrency caps in-flight requests)")])
+    if not speedup > 0:
+        raise SpecError([("--trace-speedup", f"{speedup} must be > 0")])
+    for flag, v in (("--max-input-len", max_in), ("--max-output-len", max_out)):
+        if v is not None and v < 1:
+            raise SpecError([(flag, f"{v} must be >= 1")])
+
+
+def _config(**kw):
+    """ServeConfig, its range checks reported as bad input (exit 2) naming the field."""
+    from pydantic import ValidationError
+
+    from llmbench.workloads.serving_config import ServeConfig
+
+    try:
+        return ServeConfig(**kw)
+    except ValidationError as e:
+        raise SpecError([("--" + str(err["loc"][0]).removesuffix("_s").replace("_", "-"), err["msg"])
+                         for err in e.errors()]) from None
+
+
+def capacity(result: dict, cfg) -> None:
+    slo = ",".join(f"{k}={v:g}" for k, v in cfg.slo.items())
+    lo, hi = result["low_req_s"], result["high_req_s"]
+    span = f"met at {lo:.3g}, missed at {hi:.3g} req/s" if lo and hi else ""
+    if lo is None:
+        out.print(f"capacity: no rate tried had {cfg.slo_fraction:.0%} of requests meet {slo} "
+                  f"({result['reason']})")
+    else:
+        out.print(f"capacity: {lo:.3g} req/s with {cfg.slo_fraction:.0%} of requests meeting {slo}"
+                  + (f" ({span}; {result['reason']})" if span else f" ({result['reason']})"))
 
 
 def _ints(text: str, flag: str) -> list[int]:

@@ -66,7 +66,7 @@ def server_command(engine: str, model: str, port: int, device: str = "cpu",
         argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server",
                 "--model", str(model_path(model, "hf")), "--served-model-name", name,
                 "--host", "127.0.0.1", "--port", str(port),
-                "--disable-log-stats", "--max-model-len", "2048"]
+                "--max-model-len", "2048"]   # no --disable-log-stats: it stops /metrics counting
         if resolve(model).synthetic_weights:  # config + made-up tokenizer only: random weights
             argv += ["--load-format", "dummy"]
         env = {}
@@ -180,7 +180,7 @@ def launched(engine: str, model: str, *, device: str = "cpu", extra_args: list[s
 
 
 def _redact(args: list[str]) -> list[str]:
-    from llmbench.workloads.serving import redact_args
+    from llmbench.measure.redact import redact_args
 
     return redact_args(args)
 

@@ -32,8 +32,16 @@ PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 @dataclass
 class RequestSpec:
     prompt: str
-    prompt_len: int          # tokens, by the benchmark's tokenizer
+    prompt_len: int          # tokens, by the benchmark's tokenizer (history included)
     output_len: int          # tokens asked for
+    # A conversation's earlier turns, (user, assistant) pairs, sent before `prompt`.
+    history: tuple[tuple[str, str], ...] = ()
+
+    def full_prompt(self) -> str:
+        """The completions API's prompt: the history's texts then this turn's, concatenated,
+        so each turn's prompt starts with the whole previous prompt and answer (a prefix cache
+        can serve it)."""
+        return "".join(u + a for u, a in self.history) + self.prompt
 
 
 def request_body(spec: RequestSpec, model: str, api: Api, force_output: bool = True,
@@ -43,9 +51,11 @@ def request_body(spec: RequestSpec, model: str, api: Api, force_output: bool = T
                             "stream_options": {"include_usage": True,
                                                "continuous_usage_stats": True}}
     if api == "chat":
-        body["messages"] = [{"role": "user", "content": spec.prompt}]
+        body["messages"] = [m for u, a in spec.history for m in (
+            {"role": "user", "content": u}, {"role": "assistant", "content": a})] + \
+            [{"role": "user", "content": spec.prompt}]
     else:
-        body["prompt"] = spec.prompt
+        body["prompt"] = spec.full_prompt()
     if force_output:
         body["ignore_eos"] = True
         body["min_tokens"] = spec.output_len
@@ -78,6 +88,11 @@ class Outcome:
     n_events: int = 0               # events that carried text or tokens
     finish_reason: str | None = None
     chunk_texts: list[str] = field(default_factory=list)
+    # A server that streams reasoning apart (`reasoning_content` / `reasoning`): when its first
+    # reasoning and first answer text came, and the reasoning text.
+    t_first_reasoning: float | None = None
+    t_first_answer: float | None = None
+    reasoning_text: str = ""
 
     @property
     def ok(self) -> bool:
@@ -90,6 +105,7 @@ try:  # msgspec decodes the few fields needed ~5x faster than json (it ships wit
     class _Delta(msgspec.Struct):
         content: str | None = None
         reasoning_content: str | None = None
+        reasoning: str | None = None        # newer vLLM's name for the same field
 
     class _Choice(msgspec.Struct):
         text: str | None = None
@@ -110,9 +126,10 @@ except ImportError:  # pragma: no cover - the generic path below does the same
     _fast = None
 
 
-def _decode(payload: bytes) -> tuple[str | None, str, int | None, int | None, str | None, bool]:
-    """(error, text, cumulative completion tokens, prompt tokens, finish reason, has choice);
-    raises ValueError for an event that is not a JSON object."""
+def _decode(payload: bytes) -> tuple[str | None, str, int | None, int | None, str | None, bool, str]:
+    """(error, text, cumulative completion tokens, prompt tokens, finish reason, has choice,
+    the part of text that is reasoning); raises ValueError for an event that is not a JSON
+    object."""
     if _fast is not None:
         try:
             c = _fast(payload)
@@ -123,47 +140,65 @@ def _decode(payload: bytes) -> tuple[str | None, str, int | None, int | None, st
         else:
             if c.error:
                 e = c.error
-                return str(e.get("message") if isinstance(e, dict) else e), "", None, None, None, False
+                return str(e.get("message") if isinstance(e, dict) else e), "", None, None, None, False, ""
             u = c.usage
             cum, prompt = (u.completion_tokens, u.prompt_tokens) if u else (None, None)
             if not c.choices:
-                return None, "", cum, prompt, None, False
+                return None, "", cum, prompt, None, False, ""
             ch = c.choices[0]
+            reasoning = ""
             if ch.text is not None:
                 text = ch.text
             elif ch.delta is not None:
-                text = (ch.delta.content or "") + (ch.delta.reasoning_content or "")
+                reasoning = ch.delta.reasoning_content or ch.delta.reasoning or ""
+                text = (ch.delta.content or "") + reasoning
             else:
                 text = ""
-            return None, text, cum, prompt, ch.finish_reason, True
+            return None, text, cum, prompt, ch.finish_reason, True, reasoning
     obj = json.loads(payload)
     if not isinstance(obj, dict):
         raise ValueError("event is not a JSON object")
     if obj.get("error"):
         e = obj["error"]
-        return str(e.get("message") if isinstance(e, dict) else e), "", None, None, None, False
+        return str(e.get("message") if isinstance(e, dict) else e), "", None, None, None, False, ""
     usage = obj.get("usage")
     usage = usage if isinstance(usage, dict) else {}
     cum, prompt = _int_or_none(usage.get("completion_tokens")), _int_or_none(usage.get("prompt_tokens"))
     choices = obj.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        return None, "", cum, prompt, None, False
-    return None, _text_of(choices[0]), cum, prompt, choices[0].get("finish_reason"), True
+        return None, "", cum, prompt, None, False, ""
+    text, reasoning = _text_of(choices[0])
+    return None, text, cum, prompt, choices[0].get("finish_reason"), True, reasoning
 
 
 def _int_or_none(v) -> int | None:
     return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def _text_of(choice: dict) -> str:
+def _text_of(choice: dict) -> tuple[str, str]:
+    """(all text, its reasoning part)"""
     if "text" in choice:
         t = choice.get("text")
-        return t if isinstance(t, str) else ""
+        return (t if isinstance(t, str) else ""), ""
     d = choice.get("delta")
     if not isinstance(d, dict):
-        return ""
-    parts = (d.get("content"), d.get("reasoning_content") or d.get("reasoning"))
-    return "".join(p for p in parts if isinstance(p, str))
+        return "", ""
+    content, reasoning = d.get("content"), d.get("reasoning_content") or d.get("reasoning")
+    reasoning = reasoning if isinstance(reasoning, str) else ""
+    return (content if isinstance(content, str) else "") + reasoning, reasoning
+
+
+def answer_text(resp: Response) -> str:
+    """A finished response's answer text (a conversation's next turn carries it)."""
+    parts = []
+    for _, payload in parse_all(resp.pieces):
+        if payload.strip() == b"[DONE]":
+            continue
+        try:
+            parts.append(_decode(payload)[1])
+        except ValueError:
+            continue
+    return "".join(parts)
 
 
 def interpret(resp: Response, t_ref: float, spec: RequestSpec,
@@ -184,11 +219,12 @@ def interpret(resp: Response, t_ref: float, spec: RequestSpec,
         return fail(resp.error, resp.detail)
 
     events: list[tuple[float, str, int | None]] = []   # (t, text, cumulative completion tokens)
+    reasoning: list[str] = []
     for t, payload in parse_all(resp.pieces):
         if payload == b"[DONE]" or payload.strip() == b"[DONE]":
             continue
         try:
-            err, text, cum, prompt, finish, has_choice = _decode(payload)
+            err, text, cum, prompt, finish, has_choice, thought = _decode(payload)
         except ValueError:
             return fail("malformed_sse", f"unparseable event {payload[:120]!r}")
         if err:
@@ -203,6 +239,13 @@ def interpret(resp: Response, t_ref: float, spec: RequestSpec,
             out.finish_reason = finish
         if text or cum:
             events.append((t, text, cum))
+        if thought:
+            reasoning.append(thought)
+            if out.t_first_reasoning is None:
+                out.t_first_reasoning = t
+        if text != thought and out.t_first_answer is None:
+            out.t_first_answer = t
+    out.reasoning_text = "".join(reasoning)
 
     out.chunk_texts = [e[1] for e in events]
     out.text = "".join(out.chunk_texts)

@@ -37,7 +37,11 @@ class LoadResult:
 
 
 async def run_load(ep: Endpoint, requests: list[bytes], schedule: Schedule, *,
-                   timeout_s: float | None = 300.0) -> LoadResult:
+                   timeout_s: float | None = 300.0, driver=None, watch=None) -> LoadResult:
+    """`driver(pool, t0, sent)`, when given, sends the requests itself (conversations build
+    each turn from the last answer) inside the same measured set-up. `watch` (open loop, a
+    capacity.PointWatch) may end the point early: no more arrivals, requests in flight
+    cancelled (counted in `watch.cancelled`)."""
     pool = Pool(ep)
     n_req = len(requests)
     # Open loop without a cap: connections beyond these are opened on demand (and charged).
@@ -53,10 +57,12 @@ async def run_load(ep: Endpoint, requests: list[bytes], schedule: Schedule, *,
     mon.start()
     t0 = time.perf_counter()
     try:
-        if schedule.closed_loop:
+        if driver is not None:
+            await driver(pool, t0, sent)
+        elif schedule.closed_loop:
             await _closed(pool, requests, schedule, t0, timeout_s, sent)
         else:
-            await _open(pool, requests, schedule, t0, timeout_s, sent)
+            await _open(pool, requests, schedule, t0, timeout_s, sent, watch)
     finally:
         t_end = time.perf_counter()
         check = await mon.stop()
@@ -65,7 +71,7 @@ async def run_load(ep: Endpoint, requests: list[bytes], schedule: Schedule, *,
             gc.enable()
     total = schedule.num_prompts if schedule.num_prompts else len(sent)
     return LoadResult(t0, t_end, sorted(sent, key=lambda s: s.t_sched), check, pool.opened,
-                      prompts_reused=total > n_req)
+                      prompts_reused=driver is None and total > n_req)
 
 
 async def _closed(pool: Pool, requests, schedule: Schedule, t0: float, timeout_s, sent) -> None:
@@ -96,7 +102,8 @@ async def _closed(pool: Pool, requests, schedule: Schedule, t0: float, timeout_s
     await asyncio.gather(*(worker(i, st) for i, st in first))
 
 
-async def _open(pool: Pool, requests, schedule: Schedule, t0: float, timeout_s, sent) -> None:
+async def _open(pool: Pool, requests, schedule: Schedule, t0: float, timeout_s, sent,
+                watch=None) -> None:
     sem = asyncio.Semaphore(schedule.concurrency) if schedule.concurrency else None
     tasks = []
 
@@ -107,14 +114,32 @@ async def _open(pool: Pool, requests, schedule: Schedule, t0: float, timeout_s, 
             async with sem:
                 resp = await pool.request(requests[i % len(requests)], timeout_s)
         sent.append(Sent(i, t_sched, resp))
+        if watch is not None:
+            watch.on_done(resp, t_sched)
 
     for i, offset in enumerate(schedule.arrivals()):
         t_sched = t0 + offset
         # The loop's timers are ms-coarse and may fire early: finish the wait by yielding.
         while (delay := t_sched - time.perf_counter()) > 0:
-            await asyncio.sleep(delay if delay > 0.002 else 0)
+            if watch is not None and watch.stop_reason:
+                break
+            # (with a watch, at most 100 ms at a time: a stop must not wait for a slow arrival)
+            await asyncio.sleep((delay if watch is None else min(delay, 0.1)) if delay > 0.002 else 0)
+        if watch is not None:
+            if watch.stop_reason:
+                break
+            watch.on_send(t_sched)
         tasks.append(asyncio.ensure_future(one(i, t_sched)))
-    await asyncio.gather(*tasks)
+    if watch is None:
+        await asyncio.gather(*tasks)
+        return
+    pending = set(tasks)
+    while pending and not watch.stop_reason:
+        _, pending = await asyncio.wait(pending, timeout=0.05)
+    for t in pending:
+        t.cancel()
+    watch.cancelled = len(pending)
+    await asyncio.gather(*pending, return_exceptions=True)
 
 
 def new_loop() -> asyncio.AbstractEventLoop:

@@ -26,9 +26,13 @@ class Schedule(BaseModel):
     num_prompts: int | None = Field(None, ge=1)
     duration_s: float | None = Field(None, gt=0)
     seed: int = 0
+    # A replayed trace: the arrival offsets themselves (rate is then the mean, for labels).
+    offsets_s: tuple[float, ...] | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Schedule:
+        if self.offsets_s is not None and (self.rate is None or self.num_prompts != len(self.offsets_s)):
+            raise ValueError("a trace schedule needs its mean rate and num_prompts = its length")
         if self.rate is None and self.concurrency is None:
             raise ValueError("a closed-loop schedule needs a concurrency")
         if (self.num_prompts is None) == (self.duration_s is None):
@@ -42,6 +46,8 @@ class Schedule(BaseModel):
     def arrivals(self) -> list[float]:
         """Open loop: offsets (s) from the start at which requests arrive."""
         assert self.rate is not None
+        if self.offsets_s is not None:
+            return list(self.offsets_s)
         if math.isinf(self.rate):
             n = self.num_prompts if self.num_prompts is not None else 0
             if self.duration_s is not None:
@@ -64,4 +70,6 @@ class Schedule(BaseModel):
         if self.closed_loop:
             return f"concurrency={self.concurrency}"
         cap = f" cap={self.concurrency}" if self.concurrency else ""
+        if self.offsets_s is not None:
+            return f"trace: {self.num_prompts} requests, mean rate {self.rate:.3g}/s{cap}"
         return f"rate={self.rate:g}/s burstiness={self.burstiness:g}{cap}"

@@ -1,0 +1,150 @@
+"""What a serving benchmark runs: length distributions, SLOs, warm-up windows, and the load
+points (schedules) of one `llmbench serve` call. Imports nothing heavy."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from llmbench.errors import SpecError
+from llmbench.loadgen.client import Api
+from llmbench.loadgen.schedule import Schedule
+
+SLO_KEYS = ("ttft_s", "tpot_s", "e2e_s")
+
+
+class LengthDist(BaseModel):
+    """'32' (fixed), 'uniform:16:64', 'normal:64:16' (clipped to >= 1)."""
+
+    model_config = ConfigDict(frozen=True)
+    kind: Literal["fixed", "uniform", "normal"] = "fixed"
+    a: float
+    b: float = 0.0
+
+    @classmethod
+    def parse(cls, text: str | int, flag: str = "length") -> LengthDist:
+        s = str(text).strip()
+        try:
+            if ":" not in s:
+                d = cls(kind="fixed", a=int(s))
+            else:
+                kind, a, b = s.split(":")
+                d = cls(kind=kind, a=float(a), b=float(b))
+        except (ValueError, TypeError):
+            raise SpecError([(flag, f"{s!r} is not N, uniform:LO:HI or normal:MEAN:STD")]) from None
+        if d.a < 1 or (d.kind == "uniform" and d.b < d.a) or (d.kind == "normal" and d.b < 0):
+            raise SpecError([(flag, f"{s!r}: lengths must be >= 1 (and HI >= LO, STD >= 0)")])
+        return d
+
+    def sample(self, rng: random.Random) -> int:
+        if self.kind == "fixed":
+            return int(self.a)
+        if self.kind == "uniform":
+            return rng.randint(int(self.a), int(self.b))
+        return max(1, round(rng.gauss(self.a, self.b)))
+
+    @property
+    def mean(self) -> float:
+        return (self.a + self.b) / 2 if self.kind == "uniform" else self.a
+
+    def __str__(self) -> str:
+        return str(int(self.a)) if self.kind == "fixed" else f"{self.kind}:{self.a:g}:{self.b:g}"
+
+
+class ServeConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+
+    model: str = "smollm2-135m"
+    served_model: str | None = Field(None, description="name the server knows the model by")
+    api: Api = "completions"
+    tokenizer: str | None = None
+    dataset: Path | None = None
+    trace: Path | None = None                   # a timestamped trace to replay (loadgen/traces.py)
+    trace_format: str = "auto"
+    trace_speedup: float = Field(1.0, gt=0)
+    max_input_len: int | None = Field(None, ge=1)    # trace length caps
+    max_output_len: int | None = Field(None, ge=1)
+    input_len: LengthDist = LengthDist(a=32)
+    output_len: LengthDist | None = None       # None: 32, or the dataset's own lengths
+    shared_prefix: float = Field(0.0, ge=0.0, lt=1.0)
+    prefix_groups: int = Field(1, ge=1)         # groups each sharing its own prefix
+    turns: int = Field(1, ge=1)                 # > 1: conversations of this many turns
+    think_time_s: float = Field(0.0, ge=0)      # between an answer and the next turn
+    concurrency: list[int] = Field(default_factory=list)
+    rate: list[float] = Field(default_factory=list)
+    burstiness: float = Field(1.0, gt=0)
+    max_concurrency: int | None = Field(None, ge=1)
+    num_prompts: int | None = Field(None, ge=1)
+    duration_s: float | None = Field(None, gt=0)
+    warmup: str = "0"                           # seconds, or "10%" of the run
+    cooldown: str = "0"
+    slo: dict[str, float] = Field(default_factory=dict)
+    find_max_rate: bool = False                 # search the highest rate meeting the SLOs
+    slo_fraction: float = Field(0.9, gt=0, le=1)   # of requests that must meet every SLO
+    rate_tolerance: float = Field(0.1, gt=0)    # search ends when high / low <= 1 + this
+    max_points: int = Field(10, ge=2)
+    timeout_s: float = Field(300.0, gt=0)
+    seed: int = 0
+    force_output: bool = True
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    use_uvloop: bool = True
+    server_metrics: bool = True                 # scrape the server's Prometheus /metrics
+    metrics_interval_s: float = Field(1.0, gt=0)
+
+    @field_validator("slo")
+    @classmethod
+    def _slo(cls, v: dict[str, float]) -> dict[str, float]:
+        bad = [k for k in v if k not in SLO_KEYS]
+        if bad:
+            raise ValueError(f"unknown SLO {bad}; allowed: {', '.join(SLO_KEYS)}")
+        return v
+
+    def schedules(self) -> list[Schedule]:
+        n = None if self.duration_s else (self.num_prompts or 100)
+        if self.turns > 1:   # conversations: -n counts sessions, each `turns` requests
+            if self.rate or self.duration_s:
+                raise ValueError("conversations (--turns) run closed-loop sessions: give "
+                                 "--concurrency and --num-prompts (sessions), not --rate/--duration")
+            n *= self.turns
+        out = []
+        if self.rate:
+            caps = self.concurrency or [self.max_concurrency]
+            for r in self.rate:
+                for c in caps:
+                    out.append(Schedule(rate=r, burstiness=self.burstiness, concurrency=c,
+                                        num_prompts=n, duration_s=self.duration_s, seed=self.seed))
+        else:
+            for c in self.concurrency or [1]:
+                out.append(Schedule(concurrency=c, num_prompts=n, duration_s=self.duration_s,
+                                    seed=self.seed))
+        return out
+
+
+def parse_window(text: str, run_s: float, flag: str) -> float:
+    s = str(text).strip()
+    try:
+        v = float(s[:-1]) / 100 * run_s if s.endswith("%") else float(s.rstrip("s"))
+    except ValueError:
+        raise SpecError([(flag, f"{s!r} is not seconds (e.g. 2 or 2s) or a percentage (10%)")]) from None
+    if v < 0:
+        raise SpecError([(flag, "must be >= 0")])
+    return v
+
+
+def parse_slo(text: str | None) -> dict[str, float]:
+    if not text:
+        return {}
+    out = {}
+    for item in text.split(","):
+        k, _, v = item.partition("=")
+        k = k.strip()
+        if k not in SLO_KEYS:
+            raise SpecError([("--slo", f"unknown SLO {k!r}; allowed: {', '.join(SLO_KEYS)}")])
+        try:
+            out[k] = float(v.rstrip("s"))
+        except ValueError:
+            raise SpecError([("--slo", f"{item!r} is not KEY=SECONDS")]) from None
+    return out
