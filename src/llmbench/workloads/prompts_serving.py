@@ -28,13 +28,26 @@ def exact_text(tok: Tokenizer, ids: list[int], fill: Callable[[int], list[int]])
     return text, tok.count(text)
 
 
+def token_corpus(tok: Tokenizer, text: str) -> list[int]:
+    """The text in the model's tokens, to cut prompt windows from. A made-up vocabulary (a
+    random-weight model's, models/synthetic_tokenizer.py) reads English as one unknown word
+    repeated, which would make every prompt the same (and a prefix-cache hit): such a model gets
+    random ids instead, as its offline prompts do (workloads/prompts.py)."""
+    ids = tok.encode(text)
+    if len(set(ids)) * 20 >= len(ids):
+        return ids
+    rng = random.Random("serving/random-ids")
+    hi = max(101, tok.vocab_size - 100)
+    return [rng.randrange(100, hi) for _ in range(max(len(ids), 4096))]
+
+
 def synthetic_prompts(tok: Tokenizer, n: int, input_len: LengthDist, output_len: LengthDist,
                       shared_prefix: float, seed: int, groups: int = 1) -> list[RequestSpec]:
     """`shared_prefix` of each prompt is common to its group (request i is in group
     i % groups); the rest is the prompt's own window."""
     from llmbench.workloads.prompts import bundled_text
 
-    corpus = tok.encode(bundled_text())
+    corpus = token_corpus(tok, bundled_text())
     m = len(corpus)
     rng = random.Random(f"serving/{seed}")
     lens = [input_len.sample(rng) for _ in range(n)]

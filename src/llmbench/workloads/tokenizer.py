@@ -28,6 +28,10 @@ class Tokenizer:
     def count(self, text: str) -> int:
         return len(self.encode(text))
 
+    @property
+    def vocab_size(self) -> int:
+        return self._tok.get_vocab_size() if self._fast else len(self._tok)
+
 
 def load_tokenizer(name: str) -> Tokenizer:
     """A tokenizer by catalog model name, HF directory, tokenizer.json or .gguf file. The
