@@ -83,6 +83,11 @@ def main() -> None:
     ap.add_argument("--output-len", type=int, default=128)
     ap.add_argument("--results", type=Path, default=None)
     ap.add_argument("--server-arg", action="append", default=[])
+    ap.add_argument("--trace", type=Path, default=None,
+                    help="then replay this trace against the same server (llmbench serve --trace)")
+    ap.add_argument("--capacity-slo", default=None,
+                    help="then search the highest rate meeting these SLOs (llmbench serve --find-max-rate)")
+    ap.add_argument("--capacity-input-len", type=int, default=512)
     a = ap.parse_args()
     levels = [int(c) for c in a.concurrency.split(",")]
 
@@ -102,6 +107,17 @@ def main() -> None:
             ours = llmbench_serve(srv.url, a, c, results)
             theirs = vllm_bench_serve(srv.url, served, tokenizer, a, c, results)
             rows.append({"concurrency": c, "requests": n_prompts(c), "llmbench": ours, "vllm_bench_serve": theirs})
+        common = [sys.executable, "-m", "llmbench", "serve", srv.url, "--model", a.model, "--device", a.device,
+                  "--results", str(results)]
+        if a.trace:
+            cmd = [*common, "--trace", str(a.trace)]
+            print("$", " ".join(cmd), flush=True)
+            subprocess.run(cmd, check=False)
+        if a.capacity_slo:
+            cmd = [*common, "--find-max-rate", "--slo", a.capacity_slo, "--rate", "8", "-n", "200",
+                   "--input-len", str(a.capacity_input_len), "--output-len", str(a.output_len)]
+            print("$", " ".join(cmd), flush=True)
+            subprocess.run(cmd, check=False)
     print(f"\n{a.model} on vLLM {srv.version} ({a.device}), in {a.input_len} / out {a.output_len}, "
           "closed loop; llmbench | vllm bench serve | ratio")
     keys = ("output_tok_s", "ttft_median_ms", "ttft_mean_ms", "itl_mean_ms", "tpot_median_ms", "completed")

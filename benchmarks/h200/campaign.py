@@ -88,7 +88,8 @@ def plan(part: str, results: str) -> list[Step]:
             ("vLLM server: llmbench serve vs `vllm bench serve`, concurrency 1, 16, 64",
              script("vllm_serve_crosscheck.py", "--model", MODEL, "--device", "cuda",
                     "--concurrency", "1,16,64", "--input-len", "128", "--output-len", "128",
-                    "--results", results), 420, "vllm"),
+                    "--trace", str(HERE / "traces" / "mooncake_h200.jsonl"),
+                    "--capacity-slo", "ttft_s=0.25,tpot_s=0.03", "--results", results), 480, "vllm"),
         ]
     if part == "gpu-tests":
         return [("the gpu-marked tests of the GPU engines",
