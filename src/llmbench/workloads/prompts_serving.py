@@ -105,7 +105,7 @@ def trace_prompts(tok: Tokenizer, reqs: list, block_tokens: int | None, seed: in
     trace; the rest of a prompt is its own window. Lengths are exact in `tok`."""
     from llmbench.workloads.prompts import bundled_text
 
-    corpus = tok.encode(bundled_text())
+    corpus = token_corpus(tok, bundled_text())
     m = len(corpus)
     rng = random.Random(f"trace/{seed}")
     blocks: dict[int, list[int]] = {}
