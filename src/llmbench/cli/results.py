@@ -16,7 +16,7 @@ from llmbench.store.store import DEFAULT_RESULTS, Store
 TABLE_COLUMNS = ("created_at", "kind", "status", "backend", "model", "hardware", "batch_size",
                  "input_len", "output_len", "concurrency", "batch_latency_s_mean", "ttft_s_p50",
                  "tpot_s_p50", "output_throughput_tok_s_mean", "perplexity_mean", "tflops_mean",
-                 "mfu_mean", "roofline_efficiency_output_throughput_tok_s")
+                 "mfu_mean", "roofline_efficiency_output_throughput_tok_s", "contended")
 
 
 def register(app: typer.Typer) -> None:

@@ -203,6 +203,10 @@ def flatten(d: dict[str, Any], path: Path | None = None) -> dict[str, Any]:
         for k, v in (rf.get(part) or {}).items():
             row[f"roofline_{part}_{k}"] = v
     row["roofline_binding_resource"] = rf.get("binding_resource")
+    # other work shared the machine during the measured window (measure/contention.py);
+    # None when the record predates the check
+    cont = (d.get("env") or {}).get("contention")
+    row["contended"] = cont.get("contended") if isinstance(cont, dict) else None
     if path is not None:
         row["path"] = str(path)
     return row
