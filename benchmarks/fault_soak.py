@@ -162,11 +162,10 @@ def full_disk_check(tmp: Path, timeout_s: float) -> bool:
         while proc.poll() is None and len(records_in(results)) < 3:
             time.sleep(0.05)
         before = {p: p.read_bytes() for p in records_in(results)}
-        with open(mnt / "filler", "wb") as f:  # the disk is full from here on
+        with open(mnt / "filler", "wb", buffering=0) as f:  # the disk is full from here on
             try:
                 while True:
                     f.write(b"\0" * 4096)
-                    f.flush()
             except OSError:
                 pass
         _, err = proc.communicate()

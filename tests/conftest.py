@@ -53,6 +53,11 @@ def pytest_runtest_makereport(item, call):
         _fail_skip(report, item.nodeid)
 
 
+def pytest_configure(config):
+    if strict():  # a file failed for a missing module: report it, and still run all the rest
+        config.option.continue_on_collection_errors = True
+
+
 @pytest.hookimpl(hookwrapper=True)
 def pytest_make_collect_report(collector):
     # a module-level importorskip skips the whole file at collection: no test item to mark `gpu`

@@ -99,7 +99,7 @@ def test_strict_mode_fails_a_non_gpu_skip_and_counts_gpu_skips(tmp_path):
     assert rc == 1, out
     assert "some engine not installed" in out and "no_such_module_xyz" in out, out
     # the summary line says how many tests skipped for needing a GPU
-    assert "2 failed, 1 passed, 1 skipped (needs GPU)" in out, out
+    assert "1 passed, 2 errors, 1 skipped (needs GPU)" in out, out
     assert "1 test(s) skipped for needing a GPU" in out, out
 
 

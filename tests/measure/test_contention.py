@@ -33,7 +33,9 @@ def detached_busy():
     """A busy process that is not our descendant (its parent exits at once), as another user's
     job would be."""
     launcher = ("import subprocess, sys\n"
-                f"p = subprocess.Popen([sys.executable, '-c', {BUSY!r}])\nprint(p.pid)\n")
+                f"p = subprocess.Popen([sys.executable, '-c', {BUSY!r}], stdin=subprocess.DEVNULL, "
+                "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)\n"
+                "print(p.pid)\n")
     pid = int(subprocess.run([sys.executable, "-c", launcher], capture_output=True, text=True,
                              check=True).stdout)
     proc = psutil.Process(pid)
