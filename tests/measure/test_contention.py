@@ -136,3 +136,69 @@ def test_git_sha_of_this_checkout():
     envmod.git_sha.cache_clear()
     sha = envmod.git_sha()  # the suite runs from a git checkout (editable install or src/ path)
     assert sha is not None and len(sha.split("-")[0]) == 40
+
+
+def test_results_shows_which_points_were_contended(tmp_path, capsys):
+    from llmbench.cli import main
+    from llmbench.cli.results import TABLE_COLUMNS
+    from llmbench.store import Store
+    from tests.store.test_store import rec
+
+    s = Store(tmp_path)
+    for bs, flag in ((1, True), (2, False)):
+        r = rec(bs=bs)
+        r.env["contention"] = {"contended": flag, "reasons": ["a pip install ran"] if flag else []}
+        s.write(r)
+    main(["results", "--results", str(tmp_path), "--format", "csv", "--where", "contended"])
+    rows = capsys.readouterr().out.strip().splitlines()
+    assert len(rows) == 2 and ",k1," in rows[1]  # header + the one contended point
+    assert "contended" in TABLE_COLUMNS
+
+
+class _SpinBackend:
+    """Just enough of a Backend for run_point: 'generates' by sleeping while a busy process
+    that is not ours runs, so the record must come out contended."""
+
+    def __init__(self, model):
+        self.model = model
+        self.vocab_size = 1000
+
+    def prepare(self, point):
+        pass
+
+    def device_count(self):
+        return 1
+
+    def generate(self, prompts, output_len, t_ref):
+        from llmbench.measure.timeline import RequestTimeline
+
+        tls = [RequestTimeline(t_ref=t_ref, t_send=t_ref, prompt_tokens=len(p)) for p in prompts]
+        for _ in range(output_len):
+            time.sleep(0.2)
+            for tl in tls:
+                tl.add(time.perf_counter())
+        return tls
+
+    def engine_timings(self):
+        return {}
+
+    def memory_peak_gib(self):
+        return None
+
+
+def test_a_point_run_next_to_a_busy_process_is_flagged(detached_busy, monkeypatch):
+    from llmbench.models.sources import ModelRef
+    from llmbench.runner import run_point
+    from llmbench.spec import Point
+    from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
+
+    monkeypatch.setattr("llmbench.measure.contention.CPU_SHARE_LIMIT", 0.01)  # any real busy work
+    point = Point(backend="llamacpp", model="smollm2-135m", batch_size=1, input_len=4,
+                  output_len=3, repeats=2, warmups=0)
+    rec = Record(run_id="r", kind="inference", backend=BackendInfo(name="fake"),
+                 model=ModelInfo(name="fake"), hardware=HardwareInfo(name="cpu"), env=envmod.capture())
+    run_point(_SpinBackend(ModelRef(name="fake", source="synthetic")), point, rec)
+    c = rec.env["contention"]
+    assert c["windows"] == 2 and c["other_cpu_s"] > 0 and c["contended"]
+    assert any(n.startswith("contended: other processes used") for n in rec.notes)
+    assert rec.env["git_sha"] and rec.env["git_sha_source"]
