@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from tests.conftest import strict
 
 TESTS = Path(__file__).resolve().parent

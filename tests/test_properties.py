@@ -6,7 +6,6 @@ import string
 import tempfile
 from pathlib import Path
 
-import pytest
 import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st

@@ -20,4 +20,5 @@ def test_report_names_contended_points(tmp_path):
     rep = write_report(tmp_path / "res", tmp_path / "rep", png=False)
     html = rep.html.read_text()
     assert "<b>1</b><span>contended</span>" in html
-    assert "1 point(s) were measured while other work shared the machine (see each record's env.contention): k1</p>" in html
+    assert ("1 point(s) were measured while other work shared the machine (see each record's "
+            "env.contention): k1</p>") in html
