@@ -60,10 +60,18 @@ def test_other_processes_cpu_time_is_counted(detached_busy):
     assert r["windows"] == 1 and r["window_s"] >= 1.5 and r["loadavg_1m_max"] is not None
 
 
-def test_our_own_children_are_not_others():
+def test_our_own_children_are_ours_not_others():
     child = subprocess.Popen([sys.executable, "-c", BUSY])
     try:
         assert child.pid in own_pids() and os.getpid() in own_pids()
+        proc = psutil.Process(child.pid)
+        watch = ContentionWatch()
+        c0 = sum(proc.cpu_times()[:2])
+        with watch.window():
+            time.sleep(1.0)
+        child_cpu_s = sum(proc.cpu_times()[:2]) - c0
+        assert child_cpu_s > 0.05
+        assert watch.own_cpu_s >= 0.9 * child_cpu_s  # booked as ours, so not as others'
     finally:
         child.kill()
         child.wait()

@@ -5,8 +5,11 @@ Why: on a 2-core machine the same llama.cpp point measured 15 s batch latency wh
 install` ran and 0.362 s alone, and nothing in the record told the two apart. A record now says
 `env.contention.contended` and why; `llmbench results` and the report show the flag.
 
-"Ours" is this process and its descendants (engine workers, vLLM's engine core). Scans run
-outside the timed window (before it opens, after it closes), so they cost the measurement nothing.
+"Ours" is this process and its descendants (engine workers, vLLM's engine core). Other work is
+the machine's busy CPU time (psutil.cpu_times) less ours: unlike a per-process scan this also
+catches the many short-lived processes of e.g. a `pip install` that start and end inside the
+window. Reads happen outside the timed window (before it opens, after it closes), so they cost
+the measurement nothing.
 """
 
 from __future__ import annotations
@@ -32,15 +35,25 @@ def own_pids() -> set[int]:
     return pids
 
 
-def cpu_times_by_process() -> dict[tuple[int, float], float]:
-    """(pid, create_time) -> user+system CPU seconds, for every process we may read."""
+def busy_cpu_s() -> float:
+    """CPU-seconds the whole machine has spent busy (all processes, kernel work included)."""
+    import psutil
+
+    t = psutil.cpu_times()
+    return sum(getattr(t, f, 0.0) for f in ("user", "nice", "system", "irq", "softirq"))
+
+
+def own_cpu_s() -> dict[tuple[int, float], float]:
+    """(pid, create_time) -> CPU seconds of this process and each descendant, reaped children
+    included (children_user/children_system), so a worker that exits mid-window still counts."""
     import psutil
 
     out = {}
-    for p in psutil.process_iter(["pid", "create_time", "cpu_times"]):
-        ct = p.info.get("cpu_times")
-        if ct is not None and p.info.get("create_time") is not None:
-            out[(p.info["pid"], p.info["create_time"])] = ct.user + ct.system
+    for pid in own_pids():
+        with contextlib.suppress(psutil.Error):
+            p = psutil.Process(pid)
+            ct = p.cpu_times()
+            out[(pid, p.create_time())] = ct.user + ct.system + ct.children_user + ct.children_system
     return out
 
 
@@ -61,6 +74,7 @@ class ContentionWatch:
         self.nvml = nvml
         self.window_s = 0.0
         self.other_cpu_s = 0.0
+        self.own_cpu_s = 0.0
         self.loadavg_1m: list[float] = []
         self.gpu_other_pids: set[int] = set()
         self.gpu_note: str | None = None
@@ -84,19 +98,19 @@ class ContentionWatch:
 
     @contextlib.contextmanager
     def window(self):
-        before = cpu_times_by_process()
         self._gpu_scan()
+        ours0, busy0 = own_cpu_s(), busy_cpu_s()
         t0 = time.perf_counter()
         try:
             yield self
         finally:
             t1 = time.perf_counter()
+            busy1, ours1 = busy_cpu_s(), own_cpu_s()
             self._gpu_scan()
-            after = cpu_times_by_process()
-            ours = own_pids()
-            # a process born during the window spent all its CPU time inside it
-            self.other_cpu_s += sum(cpu - before.get(key, 0.0) for key, cpu in after.items()
-                                    if key[0] not in ours and cpu > before.get(key, 0.0))
+            # a process of ours born during the window spent all its CPU time inside it
+            ours = sum(max(0.0, cpu - ours0.get(key, 0.0)) for key, cpu in ours1.items())
+            self.own_cpu_s += ours
+            self.other_cpu_s += max(0.0, (busy1 - busy0) - ours)
             self.window_s += t1 - t0
             self.loadavg_1m.append(os.getloadavg()[0])
             self.windows += 1
@@ -136,6 +150,7 @@ class ContentionWatch:
             "windows": self.windows,
             "window_s": self.window_s,
             "other_cpu_s": self.other_cpu_s,
+            "own_cpu_s": self.own_cpu_s,
             "other_cpu_share": share,
             "cpu_share_limit": CPU_SHARE_LIMIT,
             "cores": cores,
