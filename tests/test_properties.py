@@ -6,12 +6,14 @@ import string
 import tempfile
 from pathlib import Path
 
-import pytest
 import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
+# llmbench's own modules are imported plainly: an import error here is a failure, never a skip.
+import llmbench.importers.llm_inference_bench as lib
 from llmbench.errors import LLMBenchError
+from llmbench.loadgen import client, http, sse
 from llmbench.spec import EngineOptions, SweepSpec, load_spec, parse_assignments, parse_list
 
 FAST = settings(max_examples=120, deadline=None, report_multiple_bugs=False,
@@ -87,7 +89,6 @@ def test_cli_list_parsers_raise_only_typed_errors(text, items):
 
 
 # -- the SSE parser (loadgen/sse.py) -----------------------------------------------------------
-sse = pytest.importorskip("llmbench.loadgen.sse")
 
 
 def _split(data: bytes, cuts: list[int]) -> list[bytes]:
@@ -117,8 +118,6 @@ def test_sse_parser_recovers_every_event(events, eol, cuts, comments):
 
 
 # -- the streaming client that reads recorded bodies (loadgen/client.py) ------------------------
-client = pytest.importorskip("llmbench.loadgen.client")
-http = pytest.importorskip("llmbench.loadgen.http")
 
 chunks = st.one_of(
     st.binary(max_size=80),
@@ -151,7 +150,6 @@ def test_stream_client_interprets_any_body_without_raising(body, status):
 
 
 # -- the LLM-Inference-Bench importer (importers/) ----------------------------------------------
-lib = pytest.importorskip("llmbench.importers.llm_inference_bench")
 
 headers = st.lists(st.sampled_from(sorted(getattr(lib, "COLUMNS", {"x": 1})) + ["colour", ""]),
                    min_size=1, max_size=8)

@@ -50,3 +50,7 @@ class EngineError(LLMBenchError):
 
 class OutputLengthError(EngineError):
     """The engine returned fewer tokens than asked although the output was forced."""
+
+
+class StoreWriteError(LLMBenchError):
+    """A record could not be written (e.g. the disk is full); names the point and the file."""

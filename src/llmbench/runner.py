@@ -13,6 +13,7 @@ from pathlib import Path
 from llmbench.backends import backend_class, require_installed
 from llmbench.errors import LLMBenchError, SpecError
 from llmbench.measure import env as envmod
+from llmbench.measure.contention import ContentionWatch, WatchedMeter
 from llmbench.measure.power import open_meter
 from llmbench.measure.stats import summarize
 from llmbench.models.sources import ModelRef, resolve
@@ -141,7 +142,8 @@ def run_point(backend, point: Point, rec: Record, on_repeat=None) -> Record:
     from llmbench.workloads.offline import run_offline
     from llmbench.workloads.perplexity import run_perplexity
 
-    meter = open_meter(point.device, backend.device_count())
+    watch = ContentionWatch.for_device(point.device, backend.device_count())
+    meter = WatchedMeter(open_meter(point.device, backend.device_count()), watch)
     if point.workload == "perplexity":
         metrics, notes = run_perplexity(backend, point, meter)
     else:
@@ -149,6 +151,9 @@ def run_point(backend, point: Point, rec: Record, on_repeat=None) -> Record:
     rec.power = meter.describe()  # after the windows: it names the method they actually used
     rec.metrics.update(metrics)
     rec.notes.extend(notes)
+    rec.env["contention"] = contention = watch.result()
+    if contention["contended"]:
+        rec.notes.append("contended: " + "; ".join(contention["reasons"]))
     peak = backend.memory_peak_gib()
     if peak is not None:
         rec.metrics["mem_peak_gib"] = summarize([peak], "GiB", keep_samples=False)

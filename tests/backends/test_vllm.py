@@ -104,8 +104,13 @@ class TestEngine:
             assert m["engine_preemptions"]["max"] == 0
             # the engine core stamps a token before this process receives it
             assert m["engine_last_token_max_s"]["max"] <= m["batch_latency_s"]["max"] + 1e-6
-            assert 0 < m["engine_ttft_mean_s"]["mean"] <= m["ttft_s"]["mean"] + 1e-6
-            assert m["engine_last_token_mean_s"]["mean"] >= 0.5 * m["e2e_s"]["mean"]
+            # Same clock (CLOCK_MONOTONIC, offset-corrected), same requests, same averaging (each
+            # repeat has the same number of requests): the frontend sees each token later than the
+            # engine core stamped it by the IPC hop and output processing only -- ~0.1-1 ms on one
+            # host; 50 ms allows for scheduling on this shared 2-core machine, no more.
+            for engine, ours in (("engine_ttft_mean_s", "ttft_s"), ("engine_last_token_mean_s", "e2e_s")):
+                lag = m[ours]["mean"] - m[engine]["mean"]
+                assert m[engine]["mean"] > 0 and -1e-6 <= lag <= 0.05, (engine, lag)
 
     def test_close_leaves_no_process_and_restores_env(self, sweep):
         assert sweep["left"] == []

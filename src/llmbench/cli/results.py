@@ -3,6 +3,7 @@ from __future__ import annotations
 import csv
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Optional
 
@@ -16,7 +17,7 @@ from llmbench.store.store import DEFAULT_RESULTS, Store
 TABLE_COLUMNS = ("created_at", "kind", "status", "backend", "model", "hardware", "batch_size",
                  "input_len", "output_len", "concurrency", "batch_latency_s_mean", "ttft_s_p50",
                  "tpot_s_p50", "output_throughput_tok_s_mean", "perplexity_mean", "tflops_mean",
-                 "mfu_mean", "roofline_efficiency_output_throughput_tok_s")
+                 "mfu_mean", "roofline_efficiency_output_throughput_tok_s", "contended")
 
 
 def register(app: typer.Typer) -> None:
@@ -29,9 +30,21 @@ def results(
     where: Optional[str] = typer.Option(None, "--where", help="SQL filter over the flat columns, "
                                         "e.g. \"backend='llamacpp' AND batch_size>1\""),
 ) -> None:
-    """Query stored records (DuckDB over one flat row per record)."""
+    """Query stored records (DuckDB over one flat row per record). An unreadable (corrupt)
+    record file is left out with a warning naming it on stderr; the exit status stays 0."""
     if format not in ("table", "csv", "json"):
         raise SpecError([("--format", f"{format!r} is not one of table, csv, json")])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        try:
+            _results(results, format, where)
+        finally:
+            # json reads the store twice: say each once
+            for msg in dict.fromkeys(str(w.message) for w in caught if w.category is UserWarning):
+                print(f"llmbench: warning: {msg}", file=sys.stderr)
+
+
+def _results(results: Path, format: str, where: str | None) -> None:
     store = Store(results)
     rel = store.query(where)
     if format == "json":

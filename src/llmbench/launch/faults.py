@@ -8,7 +8,9 @@ fault happens in the worker process that holds the real, loaded engine.
 Kinds: segv (a real NULL-pointer read: SIGSEGV), abort (SIGABRT), kill (SIGKILL, as the
 kernel's OOM killer sends), exit (exit status 1 without a word), hang (sleep forever: the
 per-point timeout must end it), oom (torch.cuda.OutOfMemoryError: a real over-sized CUDA
-allocation when a GPU is present, else the same exception raised), raise (a Python error).
+allocation when a GPU is present, else the same exception raised), raise (a Python error),
+killgen (SIGKILL while the engine's generate() runs), killwrite (SIGKILL half-way through
+writing the point's record: a torn temporary file is left, as a real kill would leave it).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import signal
 import time
 
 ENV = "LLMBENCH_FAULT_INJECT"
-KINDS = ("segv", "abort", "kill", "exit", "hang", "oom", "raise")
+KINDS = ("segv", "abort", "kill", "exit", "hang", "oom", "raise", "killgen", "killwrite")
 
 
 def plan(text: str | None = None) -> dict[str, str]:
@@ -62,5 +64,45 @@ def inject(point) -> None:
             "CUDA out of memory. Tried to allocate 1.00 PiB (injected by " + ENV + ")")
     elif kind == "raise":
         raise RuntimeError(f"fault injected by {ENV}")
+    elif kind == "killgen":
+        _kill_inside_generate(point)
+        return
+    elif kind == "killwrite":
+        _kill_inside_record_write()
+        return
     # a kill/abort that somehow returned must not pass for a measured point
     raise RuntimeError(f"fault {kind!r} injected by {ENV} did not take effect")
+
+
+def _kill_inside_generate(point) -> None:
+    """Wrap the engine's generate(): once it is running, another thread SIGKILLs the worker.
+    The engine's work is native code that releases the GIL, so the kill lands inside it."""
+    import threading
+
+    from llmbench.backends import backend_class
+
+    cls = backend_class(point.backend)
+    real = cls.generate
+
+    def generate(self, *args, **kwargs):
+        threading.Thread(target=lambda: (time.sleep(0.005), os.kill(os.getpid(), signal.SIGKILL)),
+                         daemon=True).start()
+        return real(self, *args, **kwargs)
+
+    cls.generate = generate
+
+
+def _kill_inside_record_write() -> None:
+    """The next record write writes half its temporary file, then the worker is SIGKILLed."""
+    import tempfile
+
+    from llmbench.store import store
+
+    def torn_write(path, text: str) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, _ = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
+        os.write(fd, text[:len(text) // 2].encode())
+        os.fsync(fd)
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    store.atomic_write_text = torn_write

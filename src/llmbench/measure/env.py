@@ -27,15 +27,20 @@ def package_version(name: str) -> str | None:
 
 @functools.cache
 def git_sha() -> str | None:
-    # A copy of the tree without .git (a job's staging copy, the device tool's) is told its commit
-    # by whoever copied it; the value is taken as given.
+    """HEAD of the checkout llmbench is imported from ("-dirty" when tracked files changed), or
+    None when these sources are not tracked by git (an installed package, a copied tree). A copy
+    without .git (a job's staging copy, the device tool's) is told its commit by whoever copied
+    it through LLMBENCH_GIT_SHA; the value is taken as given."""
     if os.environ.get("LLMBENCH_GIT_SHA"):
         return os.environ["LLMBENCH_GIT_SHA"]
     here = Path(llmbench.__file__).resolve().parent
     try:
+        # tracked, not merely inside some repository (a venv's site-packages can be)
+        tracked = subprocess.run(["git", "-C", str(here), "ls-files", "--error-unmatch", "__init__.py"],
+                                 capture_output=True, text=True, timeout=5)
         out = subprocess.run(["git", "-C", str(here), "rev-parse", "HEAD"], capture_output=True,
                              text=True, timeout=5)
-        if out.returncode != 0:
+        if tracked.returncode != 0 or out.returncode != 0:
             return None
         sha = out.stdout.strip()
         dirty = subprocess.run(["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
@@ -43,6 +48,17 @@ def git_sha() -> str | None:
         return sha + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):
         return None
+
+
+def source_version() -> tuple[str, str]:
+    """(version, where it came from): the git commit of the checkout; else LLMBENCH_GIT_SHA (set by
+    whoever copied a checkout without its .git, e.g. to a device machine); else the installed
+    package version, written "llmbench==X" so it is never mistaken for a commit."""
+    if sha := git_sha():
+        return sha, "git"
+    if sha := os.environ.get("LLMBENCH_GIT_SHA", "").strip():
+        return sha, "LLMBENCH_GIT_SHA"
+    return f"llmbench=={package_version('llmbench') or llmbench.__version__}", "package-version"
 
 
 @functools.cache
@@ -87,7 +103,8 @@ def capture() -> dict:
         "host": socket.gethostname(),
         "cpu": cpu_name(),
         "cores": os.cpu_count(),
-        "git_sha": git_sha(),
+        "git_sha": (version := source_version())[0],
+        "git_sha_source": version[1],
         "llmbench": llmbench.__version__,
         "packages": {p: v for p in TRACKED_PACKAGES if (v := package_version(p))},
         "argv": sys.argv[:],

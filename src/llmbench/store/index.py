@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 from llmbench.store.store import flatten
 
 INDEX_NAME = ".llmbench-index.parquet"
-INDEX_VERSION = "1"
+INDEX_VERSION = "2"  # 2: the `contended` column
 _FILE_COLS = ("path", "_mtime_ns", "_size")
 
 

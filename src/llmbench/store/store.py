@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
-from llmbench.errors import SpecError
+from llmbench.errors import SpecError, StoreWriteError
 from llmbench.store.record import Record
 
 DEFAULT_RESULTS = Path("llmbench-results")
@@ -120,7 +120,12 @@ class Store:
         if not rid or rid in (".", "..") or any(c in rid for c in "/\\\0"):
             raise SpecError([("run_id", f"{rid!r} cannot name a results directory")])
         path = self.root / record.run_id / name
-        atomic_write_text(path, redact_json(record.model_dump_json(indent=1, exclude_none=False)))
+        try:
+            atomic_write_text(path, redact_json(record.model_dump_json(indent=1, exclude_none=False)))
+        except OSError as e:  # a full disk, a read-only mount: say which record, never a traceback
+            raise StoreWriteError(f"could not write the record of point {record.point_key!r} to {path}: "
+                                  f"{e.strerror or e} (no partial file is left; records already "
+                                  f"written are intact)") from e
         return path
 
     # -- reading ---------------------------------------------------------------------------
@@ -140,7 +145,13 @@ class Store:
                 yield p, doc
 
     def records(self) -> list[Record]:
-        return [Record.model_validate(d) for _, d in self.raw()]
+        out = []
+        for p, d in self.raw():
+            try:
+                out.append(Record.model_validate(d))
+            except ValueError as e:  # valid JSON, broken fields: one bad file never hides the rest
+                warnings.warn(f"skipping unreadable record {p}: {str(e).splitlines()[0]}", stacklevel=2)
+        return out
 
     def done_keys(self, include_failed: bool = False) -> set[str]:
         """Point keys already stored (ok, or any status when include_failed)."""
@@ -180,7 +191,8 @@ class Store:
 
 def flatten(d: dict[str, Any], path: Path | None = None) -> dict[str, Any]:
     """One flat row per record: identity, workload fields, `<metric>_<stat>` columns."""
-    b, m, h = d.get("backend") or {}, d.get("model") or {}, d.get("hardware") or {}
+    # a corrupted record may hold anything where a section belongs: read it as empty, never crash
+    b, m, h = _section(d, "backend"), _section(d, "model"), _section(d, "hardware")
     row: dict[str, Any] = {
         "run_id": d.get("run_id"), "created_at": d.get("created_at"), "kind": d.get("kind"),
         "status": d.get("status"), "error": d.get("error"),
@@ -190,22 +202,31 @@ def flatten(d: dict[str, Any], path: Path | None = None) -> dict[str, Any]:
         "hardware": h.get("name"), "hardware_count": h.get("count"),
         "point_key": d.get("point_key"),
     }
-    for k, v in (d.get("workload") or {}).items():
+    for k, v in _section(d, "workload").items():
         if isinstance(v, (str, int, float, bool)) or v is None:
             row[k] = v
-    for name, st in (d.get("metrics") or {}).items():
+    for name, st in _section(d, "metrics").items():
         if isinstance(st, dict):
             for s in STATS:
                 if s in st:
                     row[f"{name}_{s}"] = st[s]
-    rf = d.get("roofline") or {}
+    rf = _section(d, "roofline")
     for part in ("bound", "efficiency"):
-        for k, v in (rf.get(part) or {}).items():
+        for k, v in _section(rf, part).items():
             row[f"roofline_{part}_{k}"] = v
     row["roofline_binding_resource"] = rf.get("binding_resource")
+    # other work shared the machine during the measured window (measure/contention.py);
+    # None when the record predates the check
+    cont = _section(d, "env").get("contention")
+    row["contended"] = cont.get("contended") if isinstance(cont, dict) else None
     if path is not None:
         row["path"] = str(path)
     return row
+
+
+def _section(d: dict[str, Any], key: str) -> dict[str, Any]:
+    v = d.get(key)
+    return v if isinstance(v, dict) else {}
 
 
 def write_all(store: Store, records: Iterable[Record]) -> list[Path]:

@@ -1,0 +1,179 @@
+"""Was the machine shared while we measured? Other processes on our GPUs (NVML) and the CPU time
+other processes burnt during the measured windows (psutil), plus the load average.
+
+Why: on a 2-core machine the same llama.cpp point measured 15 s batch latency while a `pip
+install` ran and 0.362 s alone, and nothing in the record told the two apart. A record now says
+`env.contention.contended` and why; `llmbench results` and the report show the flag.
+
+"Ours" is this process and its descendants (engine workers, vLLM's engine core). Other work is
+the machine's busy CPU time (psutil.cpu_times) less ours: unlike a per-process scan this also
+catches the many short-lived processes of e.g. a `pip install` that start and end inside the
+window. Reads happen outside the timed window (before it opens, after it closes), so they cost
+the measurement nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from typing import Any
+
+# Contended when other processes used more than this share of the machine's CPU capacity
+# (cores x window) -- background daemons stay well under 1 % -- or any other process held one
+# of our GPUs.
+CPU_SHARE_LIMIT = 0.10
+
+
+def own_pids() -> set[int]:
+    import psutil
+
+    me = psutil.Process()
+    pids = {me.pid}
+    with contextlib.suppress(psutil.Error):
+        pids |= {c.pid for c in me.children(recursive=True)}
+    return pids
+
+
+def busy_cpu_s() -> float:
+    """CPU-seconds the whole machine has spent busy (all processes, kernel work included)."""
+    import psutil
+
+    t = psutil.cpu_times()
+    return sum(getattr(t, f, 0.0) for f in ("user", "nice", "system", "irq", "softirq"))
+
+
+def own_cpu_s() -> dict[tuple[int, float], float]:
+    """(pid, create_time) -> CPU seconds of this process and each descendant, reaped children
+    included (children_user/children_system), so a worker that exits mid-window still counts."""
+    import psutil
+
+    out = {}
+    for pid in own_pids():
+        with contextlib.suppress(psutil.Error):
+            p = psutil.Process(pid)
+            ct = p.cpu_times()
+            out[(pid, p.create_time())] = ct.user + ct.system + ct.children_user + ct.children_system
+    return out
+
+
+def gpu_processes(nvml, indices: list[int]) -> dict[int, list[int]]:
+    """NVML index -> pids of the compute processes running on it."""
+    out = {}
+    for i in indices:
+        h = nvml.nvmlDeviceGetHandleByIndex(i)
+        out[i] = sorted({p.pid for p in nvml.nvmlDeviceGetComputeRunningProcesses(h)})
+    return out
+
+
+class ContentionWatch:
+    """Accumulates, over every measured window, what other work shared the machine."""
+
+    def __init__(self, gpu_indices: list[int] | None = None, nvml=None):
+        self.gpu_indices = gpu_indices or []
+        self.nvml = nvml
+        self.window_s = 0.0
+        self.other_cpu_s = 0.0
+        self.own_cpu_s = 0.0
+        self.loadavg_1m: list[float] = []
+        self.gpu_other_pids: set[int] = set()
+        self.gpu_note: str | None = None
+        self.windows = 0
+
+    @classmethod
+    def for_device(cls, device: str, count: int = 1) -> ContentionWatch:
+        if not device.startswith("cuda"):
+            return cls()
+        from llmbench.measure.power import visible_cuda_indices
+
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            return cls(visible_cuda_indices(device, count), pynvml)
+        except Exception as e:  # no driver, no pynvml: say so, do not guess
+            w = cls()
+            w.gpu_note = f"NVML unavailable, other GPU processes unknown: {e}"
+            return w
+
+    @contextlib.contextmanager
+    def window(self):
+        self._gpu_scan()
+        ours0, busy0 = own_cpu_s(), busy_cpu_s()
+        t0 = time.perf_counter()
+        try:
+            yield self
+        finally:
+            t1 = time.perf_counter()
+            busy1, ours1 = busy_cpu_s(), own_cpu_s()
+            self._gpu_scan()
+            # a process of ours born during the window spent all its CPU time inside it
+            ours = sum(max(0.0, cpu - ours0.get(key, 0.0)) for key, cpu in ours1.items())
+            self.own_cpu_s += ours
+            self.other_cpu_s += max(0.0, (busy1 - busy0) - ours)
+            self.window_s += t1 - t0
+            self.loadavg_1m.append(os.getloadavg()[0])
+            self.windows += 1
+
+    def _gpu_scan(self) -> None:
+        if self.nvml is None or not self.gpu_indices:
+            return
+        import psutil
+
+        ours = own_pids()
+        try:
+            listed = gpu_processes(self.nvml, self.gpu_indices)
+        except Exception as e:  # e.g. NVMLError_NotSupported under some MIG set-ups
+            self.gpu_note = f"NVML cannot list GPU processes: {e}"
+            return
+        for i, pids in listed.items():
+            if pids and not any(psutil.pid_exists(p) for p in pids):
+                # NVML lists host pids inside a container: ours cannot be told apart, so
+                # assume one of them per device is us and count the rest as others
+                self.gpu_note = "NVML pids are from another pid namespace; others counted as extra processes"
+                self.gpu_other_pids |= {f"{i}:{p}" for p in pids[1:]}
+            else:
+                self.gpu_other_pids |= {p for p in pids if p not in ours}
+
+    def result(self) -> dict[str, Any]:
+        cores = os.cpu_count() or 1
+        share = self.other_cpu_s / (self.window_s * cores) if self.window_s > 0 else 0.0
+        reasons = []
+        if share > CPU_SHARE_LIMIT:
+            reasons.append(f"other processes used {share:.0%} of the CPU ({self.other_cpu_s:.2f} CPU-s "
+                           f"in {self.window_s:.2f} s on {cores} cores)")
+        if self.gpu_other_pids:
+            reasons.append(f"{len(self.gpu_other_pids)} other process(es) on GPU {self.gpu_indices}")
+        return {
+            "contended": bool(reasons),
+            "reasons": reasons,
+            "windows": self.windows,
+            "window_s": self.window_s,
+            "other_cpu_s": self.other_cpu_s,
+            "own_cpu_s": self.own_cpu_s,
+            "other_cpu_share": share,
+            "cpu_share_limit": CPU_SHARE_LIMIT,
+            "cores": cores,
+            "loadavg_1m_max": max(self.loadavg_1m, default=None),
+            "gpu_indices": self.gpu_indices,
+            "gpu_other_pids": sorted(map(str, self.gpu_other_pids)),
+            "gpu_note": self.gpu_note,
+        }
+
+
+class WatchedMeter:
+    """An energy meter whose every window is also watched for contention: the measured window
+    is the meter's window in every workload, so the workloads need no change."""
+
+    def __init__(self, meter, watch: ContentionWatch):
+        self._meter = meter
+        self.watch = watch
+
+    def __getattr__(self, name):
+        return getattr(self._meter, name)
+
+    @contextlib.contextmanager
+    def window(self, *args, **kwargs):
+        # the watch is outside the energy window: its scans cost neither time nor joules
+        with self.watch.window(), self._meter.window(*args, **kwargs) as win:
+            yield win

@@ -1,0 +1,212 @@
+"""Machine sharing during the measured window (measure/contention.py): other processes on our
+GPUs through a fake NVML, other processes' CPU time through a real busy process."""
+
+import os
+import subprocess
+import sys
+import time
+from types import SimpleNamespace
+
+import psutil
+import pytest
+
+from llmbench.measure import env as envmod
+from llmbench.measure.contention import CPU_SHARE_LIMIT, ContentionWatch, WatchedMeter, own_pids
+from llmbench.store.store import flatten
+
+BUSY = "import time\nt = time.time()\nwhile time.time() - t < 30: pass\n"
+
+
+class FakeNvml:
+    def __init__(self, pids_by_index):
+        self.pids = pids_by_index
+
+    def nvmlDeviceGetHandleByIndex(self, i):
+        return i
+
+    def nvmlDeviceGetComputeRunningProcesses(self, h):
+        return [SimpleNamespace(pid=p, usedGpuMemory=1 << 30) for p in self.pids[h]]
+
+
+@pytest.fixture
+def detached_busy():
+    """A busy process that is not our descendant (its parent exits at once), as another user's
+    job would be."""
+    launcher = ("import subprocess, sys\n"
+                f"p = subprocess.Popen([sys.executable, '-c', {BUSY!r}], stdin=subprocess.DEVNULL, "
+                "stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)\n"
+                "print(p.pid)\n")
+    pid = int(subprocess.run([sys.executable, "-c", launcher], capture_output=True, text=True,
+                             check=True).stdout)
+    proc = psutil.Process(pid)
+    yield proc
+    try:
+        proc.kill()
+    except psutil.NoSuchProcess:
+        pass
+
+
+def test_other_processes_cpu_time_is_counted(detached_busy):
+    assert detached_busy.pid not in own_pids()
+    watch = ContentionWatch()
+    c0 = sum(detached_busy.cpu_times()[:2])
+    with watch.window():
+        time.sleep(1.5)
+    busy_cpu_s = sum(detached_busy.cpu_times()[:2]) - c0
+    assert busy_cpu_s > 0.05  # it did run during the window (even on a loaded machine)
+    # every CPU-second the other process burnt is in the count (scans bracket the window)
+    assert watch.other_cpu_s >= 0.9 * busy_cpu_s
+    r = watch.result()
+    assert r["windows"] == 1 and r["window_s"] >= 1.5 and r["loadavg_1m_max"] is not None
+
+
+def test_our_own_children_are_ours_not_others():
+    child = subprocess.Popen([sys.executable, "-c", BUSY])
+    try:
+        assert child.pid in own_pids() and os.getpid() in own_pids()
+        proc = psutil.Process(child.pid)
+        watch = ContentionWatch()
+        c0 = sum(proc.cpu_times()[:2])
+        with watch.window():
+            time.sleep(1.0)
+        child_cpu_s = sum(proc.cpu_times()[:2]) - c0
+        assert child_cpu_s > 0.05
+        assert watch.own_cpu_s >= 0.9 * child_cpu_s  # booked as ours, so not as others'
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_other_gpu_process_flags_the_point():
+    other = psutil.Process().parent().pid  # exists in our pid namespace, and is not ours
+    watch = ContentionWatch([0, 1], FakeNvml({0: [os.getpid()], 1: [os.getpid(), other]}))
+    with watch.window():
+        pass
+    r = watch.result()
+    assert r["gpu_other_pids"] == [str(other)]
+    assert r["contended"] and any("other process(es) on GPU" in x for x in r["reasons"])
+
+
+def test_only_our_process_on_the_gpu_is_no_gpu_contention():
+    watch = ContentionWatch([0], FakeNvml({0: [os.getpid()]}))
+    with watch.window():
+        pass
+    assert watch.result()["gpu_other_pids"] == []
+
+
+def test_pids_from_another_namespace_count_all_but_one_per_device():
+    # inside a container NVML reports host pids: none exists here, one per device is taken as ours
+    watch = ContentionWatch([0], FakeNvml({0: [2**22 + 11, 2**22 + 12]}))
+    with watch.window():
+        pass
+    r = watch.result()
+    assert len(r["gpu_other_pids"]) == 1 and "namespace" in r["gpu_note"]
+
+
+def test_cpu_share_threshold():
+    watch = ContentionWatch()
+    cores = os.cpu_count()
+    watch.window_s, watch.other_cpu_s = 2.0, 2.0 * cores * (CPU_SHARE_LIMIT + 0.05)
+    assert watch.result()["contended"]
+    watch.other_cpu_s = 2.0 * cores * (CPU_SHARE_LIMIT - 0.05)
+    assert not watch.result()["contended"]
+
+
+def test_watched_meter_keeps_the_meter_and_watches_its_windows():
+    from llmbench.measure.power import EnergyMeter
+
+    meter = WatchedMeter(EnergyMeter("none here"), ContentionWatch())
+    assert meter.describe() == EnergyMeter("none here").describe()
+    with meter.window() as win:
+        time.sleep(0.01)
+    assert win.energy_j is None and meter.watch.windows == 1
+
+
+def test_flat_row_carries_the_flag():
+    assert flatten({"run_id": "r", "kind": "inference", "env": {"contention": {"contended": True}}})["contended"]
+    assert flatten({"run_id": "r", "kind": "inference", "env": {}})["contended"] is None
+
+
+def test_source_version_says_where_it_came_from(monkeypatch):
+    monkeypatch.setattr(envmod, "git_sha", lambda: "abc123")
+    assert envmod.source_version() == ("abc123", "git")
+    monkeypatch.setattr(envmod, "git_sha", lambda: None)
+    monkeypatch.setenv("LLMBENCH_GIT_SHA", "def456")
+    assert envmod.source_version() == ("def456", "LLMBENCH_GIT_SHA")
+    monkeypatch.delenv("LLMBENCH_GIT_SHA")
+    version, source = envmod.source_version()
+    assert version.startswith("llmbench==") and source == "package-version"
+    env = envmod.capture()
+    assert env["git_sha"] == version and env["git_sha_source"] == "package-version"
+
+
+def test_git_sha_of_this_checkout():
+    envmod.git_sha.cache_clear()
+    sha = envmod.git_sha()  # the suite runs from a git checkout (editable install or src/ path)
+    assert sha is not None and len(sha.split("-")[0]) == 40
+
+
+def test_results_shows_which_points_were_contended(tmp_path, capsys):
+    from llmbench.cli import main
+    from llmbench.cli.results import TABLE_COLUMNS
+    from llmbench.store import Store
+    from tests.store.test_store import rec
+
+    s = Store(tmp_path)
+    for bs, flag in ((1, True), (2, False)):
+        r = rec(bs=bs)
+        r.env["contention"] = {"contended": flag, "reasons": ["a pip install ran"] if flag else []}
+        s.write(r)
+    main(["results", "--results", str(tmp_path), "--format", "csv", "--where", "contended"])
+    rows = capsys.readouterr().out.strip().splitlines()
+    assert len(rows) == 2 and ",k1," in rows[1]  # header + the one contended point
+    assert "contended" in TABLE_COLUMNS
+
+
+class _SpinBackend:
+    """Just enough of a Backend for run_point: 'generates' by sleeping while a busy process
+    that is not ours runs, so the record must come out contended."""
+
+    def __init__(self, model):
+        self.model = model
+        self.vocab_size = 1000
+
+    def prepare(self, point):
+        pass
+
+    def device_count(self):
+        return 1
+
+    def generate(self, prompts, output_len, t_ref):
+        from llmbench.measure.timeline import RequestTimeline
+
+        tls = [RequestTimeline(t_ref=t_ref, t_send=t_ref, prompt_tokens=len(p)) for p in prompts]
+        for _ in range(output_len):
+            time.sleep(0.2)
+            for tl in tls:
+                tl.add(time.perf_counter())
+        return tls
+
+    def engine_timings(self):
+        return {}
+
+    def memory_peak_gib(self):
+        return None
+
+
+def test_a_point_run_next_to_a_busy_process_is_flagged(detached_busy, monkeypatch):
+    from llmbench.models.sources import ModelRef
+    from llmbench.runner import run_point
+    from llmbench.spec import Point
+    from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
+
+    monkeypatch.setattr("llmbench.measure.contention.CPU_SHARE_LIMIT", 0.01)  # any real busy work
+    point = Point(backend="llamacpp", model="smollm2-135m", batch_size=1, input_len=4,
+                  output_len=3, repeats=2, warmups=0)
+    rec = Record(run_id="r", kind="inference", backend=BackendInfo(name="fake"),
+                 model=ModelInfo(name="fake"), hardware=HardwareInfo(name="cpu"), env=envmod.capture())
+    run_point(_SpinBackend(ModelRef(name="fake", source="synthetic")), point, rec)
+    c = rec.env["contention"]
+    assert c["windows"] == 2 and c["other_cpu_s"] > 0 and c["contended"]
+    assert any(n.startswith("contended: other processes used") for n in rec.notes)
+    assert rec.env["git_sha"] and rec.env["git_sha_source"]
