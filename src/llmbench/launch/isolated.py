@@ -108,7 +108,8 @@ class _Worker:
         with tempfile.TemporaryDirectory(prefix="llmbench-worker-") as tmp:
             job = Path(tmp) / "job.json"
             job.write_text(json.dumps({"run_id": self.run_id, "results": str(self.store.root),
-                                       "points": [p.model_dump(mode="json") for p in self.points]}))
+                                       "points": [p.model_dump(mode="json") for p in self.points],
+                                       "argv": sys.argv}))  # the user's command, for env.argv
             log = self.log = open(Path(tmp) / "worker.log", "w+b")
             r, w = os.pipe()
             try:

@@ -18,10 +18,10 @@ from pathlib import Path
 
 from llmbench.errors import SpecError
 from llmbench.launch.isolated import Progress, existing, stored_since
-from llmbench.runner import (SweepResult, device_problems, failed_record, group_points, pending,
+from llmbench.runner import (SweepResult, device_problems, failed_record, group_points, start,
                              validate)
 from llmbench.spec import Point, SweepSpec
-from llmbench.store import Record, Store, new_run_id
+from llmbench.store import Record, Store
 
 
 def run_sweep_ray(spec: SweepSpec, results: Path, *, resume: bool = False,
@@ -36,8 +36,8 @@ def run_sweep_ray(spec: SweepSpec, results: Path, *, resume: bool = False,
     points = points if points is not None else spec.points()
     models = validate(points, local_devices=False)  # the GPUs that count are the cluster's
     store = Store(Path(results).resolve())  # the path every node opens: absolute
-    result = SweepResult(run_id or new_run_id(), store.root)
-    points, result.skipped = pending(points, store, resume=resume, redo_failed=redo_failed)
+    result, points = start(points, store, run_id, resume=resume, redo_failed=redo_failed,
+                           say=progress)
     say = progress or (lambda *a: None)
     groups = group_points(points)
     if not groups:

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from llmbench.errors import ModelError
+from llmbench.errors import ModelError, did_you_mean
 
 Family = Literal["llama", "mistral", "qwen2", "gpt2", "gpt_neox", "mixtral",
                  # below: counted here for the roofline and importer; no synthetic HF config yet
@@ -223,8 +223,10 @@ def get_arch(name: str) -> ModelArch:
     try:
         return CATALOG[name.lower()]
     except KeyError:
-        raise ModelError([("model", f"unknown model {name!r}; known: {', '.join(sorted(CATALOG))}"
-                                    " (or a path to a local HF directory or .gguf file)")]) from None
+        raise ModelError([("model", f"unknown model {name!r}{did_you_mean(name, CATALOG)}; known: "
+                                    f"{', '.join(sorted(CATALOG))} (or a path to a local HF "
+                                    "directory or .gguf file, or a Hugging Face id in the local "
+                                    "cache)")]) from None
 
 
 # Labels other tools and data sets use for catalog models (lower-case). Every entry's hf_id
