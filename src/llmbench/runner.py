@@ -141,7 +141,8 @@ def base_record(point: Point, run_id: str, model: ModelRef, backend_cls) -> Reco
         model=ModelInfo(name=model.name, source=model.source, params=model.params,
                         synthetic_weights=model.synthetic_weights),
         hardware=HardwareInfo(**hw), workload=point.workload_fields(),
-        env=envmod.capture(), spec=point.model_dump(mode="json"))
+        env=envmod.capture(), spec=point.model_dump(mode="json"),
+        notes=[f"no roofline: {model.arch_note}"] if model.arch_note else [])
 
 
 def run_point(backend, point: Point, rec: Record, on_repeat=None) -> Record:

@@ -62,10 +62,28 @@ def _usage_error(e) -> int:
         return EXIT_USAGE
     if isinstance(e, click.exceptions.UsageError):
         cmd = e.ctx.command_path if e.ctx is not None else "llmbench"
-        print(f"{cmd}: {e.format_message()}\n(see: {cmd} --help)", file=sys.stderr)
+        print(f"{cmd}: {_for_people(e.format_message())}\n(see: {cmd} --help)", file=sys.stderr)
         return e.exit_code
     e.show()  # other ClickExceptions (e.g. a bad file argument) print one line
     return e.exit_code
+
+
+# typer converts option values with pydantic and passes its wording on; say it plainly.
+_PYDANTIC_VOICE = (
+    ("Input should be a valid integer, unable to parse string as an integer", "expects a whole number"),
+    ("Input should be a valid number, unable to parse string as a number", "expects a number"),
+    ("Input should be a valid boolean, unable to interpret input", "expects true or false"),
+    ("Input should be greater than or equal to", "must be at least"),
+    ("Input should be less than or equal to", "must be at most"),
+    ("Input should be", "should be"),
+    ("Value error, ", ""),
+)
+
+
+def _for_people(message: str) -> str:
+    for theirs, ours in _PYDANTIC_VOICE:
+        message = message.replace(theirs, ours)
+    return message
 
 
 def main(argv: list[str] | None = None) -> None:
