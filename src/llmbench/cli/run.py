@@ -278,10 +278,11 @@ def summary(result) -> None:
                                                           "tokens scored") else "left")
         for r, earlier in ppl:
             w, m = r.workload, r.metrics
-            scored = m.get("scored_tokens")
+            scored, ppl_stats = m.get("scored_tokens"), m.get("perplexity")
             t.add_row(r.backend.name, r.model.name, _device(r), str(w.get("context_len", "")),
                       str(w.get("stride", "")), str(w.get("text", "")), _status(r, earlier),
-                      pm(m.get("perplexity")),
+                      # two decimals: engines differ in the first (13.02 vs 12.86 on SmolLM2)
+                      f"{ppl_stats.mean:.2f}" if ppl_stats and ppl_stats.mean is not None else "-",
                       f"{scored.mean:.0f}" if scored and scored.mean is not None else "-")
         out.print(t)
     for r in result.failed:
