@@ -86,6 +86,11 @@ def set_user_argv(argv: list[str] | None) -> None:
     _user_argv = list(argv) if argv else None
 
 
+def user_argv() -> list[str]:
+    """The user's command line: the one set for this process, else its own."""
+    return list(_user_argv) if _user_argv else sys.argv[:]
+
+
 def capture() -> dict:
     return {
         "python": sys.version.split()[0],
@@ -96,5 +101,5 @@ def capture() -> dict:
         "git_sha": git_sha(),
         "llmbench": llmbench.__version__,
         "packages": {p: v for p in TRACKED_PACKAGES if (v := package_version(p))},
-        "argv": list(_user_argv) if _user_argv else sys.argv[:],
+        "argv": user_argv(),
     }
