@@ -98,7 +98,7 @@ def test_workload_fields_use_contract_names():
 
 THREE_MISTAKES = """
 backends: [llamacp, llamacpp]
-models: [llama-3-8bb]
+models: [llama-3-8bb, smollm2-135m]
 batch_size: [1, many]
 options: {tensor_parallel: 2}
 backend_options:

@@ -110,3 +110,23 @@ def test_the_process_itself(argv, phrase):
                        env=env, timeout=60)
     assert r.returncode == 2, r.stderr
     assert phrase in r.stdout + r.stderr and "Traceback" not in r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, "abort", "exit130"])
+def test_interrupts_end_with_130_and_one_line(monkeypatch, capsys, exc):
+    """Every except clause of main() must itself be valid against the installed typer (a
+    clause naming a class typer's click lacks once turned Ctrl-C into a traceback)."""
+    import typer
+
+    import llmbench.cli as cli
+
+    def fake_app(**kw):
+        if exc == "abort":
+            raise typer.Abort()
+        if exc == "exit130":
+            return 130  # what typer returns for a Ctrl-C it caught itself
+        raise exc()
+
+    monkeypatch.setattr(cli, "app", fake_app)
+    code, text = _call([], capsys)
+    assert code == 130 and text.strip() == "llmbench: interrupted"

@@ -92,6 +92,8 @@ def main(argv: list[str] | None = None) -> None:
         # standalone_mode=False: click returns (not raises) an exit code, e.g. 130 on Ctrl-C.
         rv = app(args=argv, standalone_mode=False, prog_name="llmbench")
         if isinstance(rv, int) and rv:
+            if rv == 130:  # typer turned a Ctrl-C that no command handled into this code
+                print("llmbench: interrupted", file=sys.stderr)
             sys.exit(rv)
     except LLMBenchError as e:
         print(f"llmbench: {e}", file=sys.stderr)
@@ -101,6 +103,6 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except click.exceptions.ClickException as e:
         sys.exit(_usage_error(e))
-    except click.exceptions.Abort:  # Ctrl-C inside a click prompt
+    except typer.Abort:  # Ctrl-C inside a prompt (typer's own class, not its click's)
         print("llmbench: interrupted", file=sys.stderr)
         sys.exit(130)
