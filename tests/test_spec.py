@@ -94,3 +94,70 @@ def test_workload_fields_use_contract_names():
     for k in ("batch_size", "input_len", "output_len", "concurrency", "tensor_parallel",
               "pipeline_parallel", "kv_block_size", "kv_cache_dtype", "weight_dtype"):
         assert k in w
+
+
+THREE_MISTAKES = """
+backends: [llamacp, llamacpp]
+models: [llama-3-8bb, smollm2-135m]
+batch_size: [1, many]
+options: {tensor_parallel: 2}
+backend_options:
+  llamacpp: {n_thread: 2}
+"""
+
+
+def _whole_report(tmp_path, text):
+    """What `llmbench run FILE` reports: the spec's problems and its points' (one pass)."""
+    from llmbench.cli.run import _load
+
+    with pytest.raises(SpecError) as e:
+        _load(write(tmp_path, text), {})
+    return dict(e.value.problems), str(e.value)
+
+
+def test_every_mistake_in_one_pass_with_suggestions(tmp_path):
+    # issue 15 item 4: this once took three runs to fix, one mistake at a time
+    problems, text = _whole_report(tmp_path, THREE_MISTAKES)
+    assert "'many' is not a whole number" in problems["batch_size[1]"]
+    assert "did you mean 'llamacpp'" in problems["backend"]
+    opt = problems["backend_options.llamacpp.n_thread"]
+    assert "did you mean 'n_threads'" in opt and "allowed: n_threads, n_batch" in opt
+    assert "did you mean 'llama-3-8b'" in problems["model"]
+    for voice in ("Value error", "Input should be", "Field required"):
+        assert voice not in text
+
+
+def test_unsupported_engine_option_reported_with_the_rest(tmp_path):
+    pytest.importorskip("llama_cpp")  # the engine check runs for installed engines only
+    problems, _ = _whole_report(tmp_path, THREE_MISTAKES)
+    assert "does not support it" in problems["options.tensor_parallel"]
+
+
+@pytest.mark.parametrize("text,field,words", [
+    ("dtype: [bf61]", "dtype[0]", "'bf61' is not one of: auto, fp32, fp16, bf16 (did you mean 'bf16'?)"),
+    ("repeats: 0", "repeats", "0 is too small: must be >= 1"),
+    ("batch_size: [0]", "batch_size", "every value must be >= 1, got [0]"),
+    ("workload: offlin", "workload", "did you mean 'offline'"),
+    ("device: gpu", "device", "'gpu' is not a device: use auto, cpu, cuda or cuda:N"),
+    ("colour: red", "colour", "unknown field; allowed: name, workload"),
+    ("options: {kv_cach: static}", "options.kv_cach", "unknown option (did you mean 'kv_cache'?)"),
+])
+def test_messages_are_worded_for_people(tmp_path, text, field, words):
+    with pytest.raises(SpecError) as e:
+        load_spec(write(tmp_path, text)).points()
+    assert words in dict(e.value.problems)[field]
+
+
+def test_device_defaults_to_auto_resolved_once_into_the_points(tmp_path, monkeypatch):
+    import llmbench.hardware.device as device
+
+    assert load_spec(write(tmp_path, "backends: [llamacpp]\n")).device == "auto"
+    calls = []
+    monkeypatch.setattr(device, "cuda_device_count", lambda: calls.append(1) or 2)
+    pts = load_spec(write(tmp_path, "backends: [llamacpp]\nbatch_size: [1, 2, 4]\n")).points()
+    assert {p.device for p in pts} == {"cuda"} and len(calls) == 1
+    monkeypatch.setattr(device, "cuda_device_count", lambda: 0)
+    assert {p.device for p in load_spec(write(tmp_path, "backends: [llamacpp]\n")).points()} == {"cpu"}
+    pinned = load_spec(write(tmp_path, "backends: [llamacpp]\ndevice: cpu\n"))
+    monkeypatch.setattr(device, "cuda_device_count", lambda: 1)
+    assert {p.device for p in pinned.points()} == {"cpu"}

@@ -18,10 +18,13 @@ class SpecError(LLMBenchError):
 
     exit_code = 2
 
-    def __init__(self, problems: list[tuple[str, str]] | str):
+    def __init__(self, problems: list[tuple[str, str]] | str, *, points: list | None = None):
         if isinstance(problems, str):
             problems = [("", problems)]
-        self.problems = problems
+        self.problems = list(dict.fromkeys(problems))  # each problem once, in order
+        #: the points that the valid rest of a spec expands into, so that later checks
+        #: (models, engines) can report their problems in the same pass
+        self.points = points
         super().__init__(self.render())
 
     def render(self) -> str:
@@ -29,6 +32,17 @@ class SpecError(LLMBenchError):
         for field, msg in self.problems:
             lines.append(f"  {field}: {msg}" if field else f"  {msg}")
         return "invalid input:\n" + "\n".join(lines)
+
+
+def did_you_mean(word: object, choices, n: int = 1) -> str:
+    """' (did you mean 'x'?)' for a near miss among `choices`, else ''."""
+    import difflib
+
+    if not isinstance(word, str):
+        return ""
+    close = difflib.get_close_matches(word.lower(), [str(c).lower() for c in choices], n=n, cutoff=0.6)
+    by_lower = {str(c).lower(): str(c) for c in choices}
+    return f" (did you mean {' or '.join(repr(by_lower[c]) for c in close)}?)" if close else ""
 
 
 class EngineNotInstalled(SpecError):

@@ -28,6 +28,8 @@ class SweepResult:
     results_dir: Path
     records: list[Record] = field(default_factory=list)
     skipped: int = 0
+    #: with --resume: the stored records of the skipped points, so a summary covers the sweep
+    earlier: list[Record] = field(default_factory=list)
 
     @property
     def failed(self) -> list[Record]:
@@ -37,6 +39,16 @@ class SweepResult:
 def validate(points: list[Point], *, local_devices: bool = True) -> dict[str, ModelRef]:
     """Everything that can be checked without running: engines, models, combinations.
     local_devices=False leaves the GPU count to the caller (a Ray driver checks its cluster's)."""
+    models, problems = check(points, local_devices=local_devices)
+    if problems:
+        raise SpecError(problems)
+    return models
+
+
+def check(points: list[Point], *, local_devices: bool = True
+          ) -> tuple[dict[str, ModelRef], list[tuple[str, str]]]:
+    """validate's findings, every one of them: a bad model does not hide an engine's refusal
+    of an option on the points whose model is fine."""
     problems: list[tuple[str, str]] = []
     models: dict[str, ModelRef] = {}
     for name in sorted({p.model for p in points}):
@@ -48,26 +60,21 @@ def validate(points: list[Point], *, local_devices: bool = True) -> dict[str, Mo
             problems.append(("model", f"{name!r} cannot be resolved: {e}"))
     if local_devices:
         problems.extend(device_problems(points, cuda_device_count))
+    installed = set()
     for b in sorted({p.backend for p in points}):
         try:
             require_installed(b)
+            installed.add(b)
         except SpecError as e:
             problems.extend(e.problems)
-    if not problems:
-        seen = set()
-        for p in points:
-            for prob in backend_class(p.backend).check(p, models[p.model]):
-                if prob not in seen:
-                    seen.add(prob)
-                    problems.append(prob)
-        for p in points:
-            for prob in _context_problems(p, models[p.model]):
-                if prob not in seen and not any(f == prob[0] for f, _ in problems):
-                    seen.add(prob)
-                    problems.append(prob)
-    if problems:
-        raise SpecError(problems)
-    return models
+    checkable = [p for p in points if p.model in models and p.backend in installed]
+    for p in checkable:
+        problems.extend(backend_class(p.backend).check(p, models[p.model]))
+    engine_fields = {f for f, _ in problems}
+    for p in checkable:
+        problems.extend(prob for prob in _context_problems(p, models[p.model])
+                        if prob[0] not in engine_fields)
+    return models, list(dict.fromkeys(problems))
 
 
 def cuda_device_count() -> int:
@@ -135,7 +142,8 @@ def base_record(point: Point, run_id: str, model: ModelRef, backend_cls) -> Reco
         model=ModelInfo(name=model.name, source=model.source, params=model.params,
                         synthetic_weights=model.synthetic_weights),
         hardware=HardwareInfo(**hw), workload=point.workload_fields(),
-        env=envmod.capture(), spec=point.model_dump(mode="json"))
+        env=envmod.capture(), spec=point.model_dump(mode="json"),
+        notes=[f"no roofline: {model.arch_note}"] if model.arch_note else [])
 
 
 def run_point(backend, point: Point, rec: Record, on_repeat=None) -> Record:
@@ -177,13 +185,57 @@ def run_sweep(spec: SweepSpec, results: Path, *, run_id: str | None = None, resu
     points = points if points is not None else spec.points()
     models = validate(points)  # nothing runs unless every point can
     store = Store(results)
-    result = SweepResult(run_id or new_run_id(), store.root)
-    points, result.skipped = pending(points, store, resume=resume, redo_failed=redo_failed)
     say = progress or (lambda *a: None)
+    result, points = start(points, store, run_id, resume=resume, redo_failed=redo_failed, say=say)
     group_runner = group_runner or run_group
     for group in group_points(points):
         result.records.extend(group_runner(group, models, result.run_id, store, say))
     return result
+
+
+def start(points: list[Point], store: Store, run_id: str | None, *, resume: bool,
+          redo_failed: bool, say=None) -> tuple[SweepResult, list[Point]]:
+    """The sweep's result holder and the points still to run. --resume without a run id
+    continues the run that last stored one of these points; skipped points are reported to
+    `say` ("skip") so progress counts the whole sweep."""
+    if run_id is None and (resume or redo_failed):
+        run_id = resume_run_id(store, points)
+    result = SweepResult(run_id or new_run_id(), store.root)
+    todo, result.skipped = pending(points, store, resume=resume, redo_failed=redo_failed)
+    if result.skipped:
+        left = {p.key for p in todo}
+        skipped = [p for p in points if p.key not in left]
+        newest = _newest_records(store, {p.key for p in skipped})
+        result.earlier = [newest[p.key] for p in skipped if p.key in newest]
+        for p in skipped:
+            (say or (lambda *a: None))("skip", p, 0)
+    return result, todo
+
+
+def _newest_records(store: Store, keys: set[str]) -> dict[str, Record]:
+    newest: dict[str, dict] = {}
+    for _, d in store.raw():
+        k = d.get("point_key")
+        if k in keys and str(d.get("created_at", "")) >= str(newest.get(k, {}).get("created_at", "")):
+            newest[k] = d
+    return {k: Record.model_validate(d) for k, d in newest.items()}
+
+
+def resume_run_id(store: Store, points: list[Point]) -> str | None:
+    """The run that most recently stored a record of one of these points (None: no such run)."""
+    keys = {p.key for p in points}
+    best: tuple[str, str] | None = None
+    for _, d in store.raw():
+        if d.get("point_key") in keys:
+            cand = (str(d.get("created_at", "")), str(d.get("run_id")))
+            best = cand if best is None or cand > best else best
+    return best[1] if best else None
+
+
+def stored_count(store: Store, points: list[Point]) -> int:
+    """How many of these points have a record in the store (any status)."""
+    done = store.done_keys(include_failed=True)
+    return sum(p.key in done for p in points)
 
 
 def pending(points: list[Point], store: Store, *, resume: bool, redo_failed: bool) -> tuple[list[Point], int]:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from llmbench.errors import SpecError
+from llmbench.errors import SpecError, did_you_mean
 
 Dtype = Literal["auto", "fp32", "fp16", "bf16"]
 
@@ -55,7 +55,7 @@ class SweepSpec(Strict):
     workload: Literal["offline", "perplexity"] = "offline"
     backends: list[str] = Field(default_factory=lambda: ["llamacpp", "transformers"], min_length=1)
     models: list[str] = Field(default_factory=lambda: ["smollm2-135m"], min_length=1)
-    device: str = "cpu"
+    device: str = Field("auto", description="auto: the first visible accelerator, else cpu")
     dtype: list[Dtype] = Field(default_factory=lambda: ["auto"], min_length=1)
     batch_size: list[int] = Field(default_factory=lambda: [1, 4], min_length=1)
     input_len: list[int] = Field(default_factory=lambda: [32], min_length=1)
@@ -90,8 +90,8 @@ class SweepSpec(Strict):
     @field_validator("device")
     @classmethod
     def _device(cls, v: str) -> str:
-        if v != "cpu" and not (v == "cuda" or v.startswith("cuda:")):
-            raise ValueError("must be 'cpu', 'cuda' or 'cuda:N'")
+        if v not in ("auto", "cpu", "cuda") and not (v.startswith("cuda:") and v[5:].isdigit()):
+            raise ValueError(f"{v!r} is not a device: use auto, cpu, cuda or cuda:N")
         return v
 
     def points(self) -> list[Point]:
@@ -157,68 +157,126 @@ def _sweep_axes(d: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def expand(spec: SweepSpec) -> list[Point]:
-    """Cartesian product of every axis, validating options with each backend's own model."""
+    """Cartesian product of every axis, validating options with each backend's own model.
+    Every problem is reported at once; the SpecError carries the points the valid rest
+    expands into, so that later checks can add theirs to the same report."""
     from llmbench.backends import backend_class  # the registry; imports nothing heavy
 
     problems: list[tuple[str, str]] = []
     for name in spec.backend_options:
         if name not in spec.backends:
-            problems.append((f"backend_options.{name}", f"not one of the swept backends {spec.backends}"))
+            problems.append((f"backend_options.{name}", f"not one of the swept backends "
+                             f"({', '.join(spec.backends)}){did_you_mean(name, spec.backends)}"))
     option_sets: list[EngineOptions] = []
     for combo in _sweep_axes(spec.options):
         try:
             option_sets.append(EngineOptions(**combo))
         except ValidationError as e:
-            problems.extend(_problems(e, prefix="options"))
-            break
+            problems.extend(_problems(e, prefix="options", model=EngineOptions))
+            option_sets.extend(_valid_rest(EngineOptions, combo, e))  # to check the rest
     classes = {}
     for b in spec.backends:
         try:
             classes[b] = backend_class(b)
         except SpecError as e:
             problems.extend(e.problems)
-    if problems:
-        raise SpecError(problems)
 
     shapes = ([(1, 1, 1)] if spec.workload == "perplexity" else
               list(itertools.product(spec.batch_size, spec.input_len, spec.output_len)))
+    from llmbench.hardware.device import resolve_device
+
+    device = resolve_device(spec.device)  # once: every point of the sweep records the same one
     points: list[Point] = []
     for b, cls in classes.items():
         for bopts in _sweep_axes(spec.backend_options.get(b, {})):
             try:
                 cls.Options(**bopts)
             except ValidationError as e:
-                raise SpecError(_problems(e, prefix=f"backend_options.{b}")) from None
+                problems.extend(_problems(e, prefix=f"backend_options.{b}", model=cls.Options))
+                rest = _valid_rest(cls.Options, bopts, e)
+                if not rest:
+                    continue
+                bopts = {k: v for k, v in bopts.items() if k in rest[0].model_fields_set}
             for model, dtype, opts, (bs, il, ol) in itertools.product(
                     spec.models, spec.dtype, option_sets, shapes):
                 points.append(Point(
-                    workload=spec.workload, backend=b, model=model, device=spec.device,
+                    workload=spec.workload, backend=b, model=model, device=device,
                     dtype=dtype, batch_size=bs, input_len=il, output_len=ol, options=opts,
                     backend_options=bopts, repeats=spec.repeats, warmups=spec.warmups,
                     seed=spec.seed, timeout_s=spec.timeout_s,
                     energy_min_window_s=spec.energy_min_window_s,
                     perplexity=spec.perplexity if spec.workload == "perplexity" else None))
+    if problems:
+        raise SpecError(problems, points=points)
     return points
 
 
-def _problems(e: ValidationError, prefix: str = "") -> list[tuple[str, str]]:
+def _valid_rest(model: type[BaseModel], values: dict[str, Any], e: ValidationError) -> list:
+    """`model` built from `values` less the keys `e` found bad ([] if even that fails): a
+    stand-in that lets the later checks of a broken spec run, never a point that runs."""
+    bad = {err["loc"][0] for err in e.errors() if err["loc"]}
+    try:
+        return [model(**{k: v for k, v in values.items() if k not in bad})]
+    except ValidationError:
+        return []
+
+
+def _loc(parts) -> str:
+    loc = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in parts)
+    return loc.replace(".[", "[")
+
+
+def _problems(e: ValidationError, prefix: str = "",
+              model: type[BaseModel] | None = None) -> list[tuple[str, str]]:
+    """pydantic's errors, one (field, message) each, worded for people."""
     out = []
     for err in e.errors():
-        loc = ".".join(str(p) if not isinstance(p, int) else f"[{p}]" for p in err["loc"])
-        loc = loc.replace(".[", "[")
+        loc = _loc(err["loc"])
         if prefix:
             loc = f"{prefix}.{loc}" if loc else prefix
-        msg = err["msg"]
-        if err["type"] == "extra_forbidden":
-            msg = "unknown field"
-        out.append((loc, msg))
+        out.append((loc, _message(err, model)))
     return out
 
 
-def _unknown_field_hint(model: type[BaseModel], problems: list[tuple[str, str]]) -> list[tuple[str, str]]:
-    allowed = ", ".join(model.model_fields)
-    return [(f, f"{m} (allowed: {allowed})" if m == "unknown field" and "." not in f else m)
-            for f, m in problems]
+def _message(err: dict, model: type[BaseModel] | None) -> str:
+    """One pydantic error as a sentence: what was given, what is allowed."""
+    kind, ctx, given = err["type"], err.get("ctx") or {}, err.get("input")
+    shown = repr(given) if isinstance(given, (str, int, float, bool)) or given is None else \
+        type(given).__name__
+    if kind == "extra_forbidden":
+        noun = "field" if model is SweepSpec or model is None else "option"
+        if model is not None and len(err["loc"]) == 1:
+            names = list(model.model_fields)
+            return (f"unknown {noun}{did_you_mean(err['loc'][0], names)}; allowed: "
+                    f"{', '.join(names) or 'none'}")
+        return f"unknown {noun}"
+    if kind == "literal_error":
+        allowed = [a.strip().strip("'") for a in str(ctx.get("expected", "")).replace(" or ", ",").split(",")]
+        allowed = [a for a in allowed if a]
+        return f"{shown} is not one of: {', '.join(allowed)}{did_you_mean(given, allowed)}"
+    if kind in ("int_parsing", "int_type", "int_from_float"):
+        return f"{shown} is not a whole number"
+    if kind in ("float_parsing", "float_type"):
+        return f"{shown} is not a number"
+    if kind in ("bool_parsing", "bool_type"):
+        return f"{shown} is not true or false"
+    if kind in ("string_type",):
+        return f"{shown} is not text"
+    if kind in ("dict_type", "model_type"):
+        return f"needs a mapping (KEY: VALUE lines), got {shown}"
+    if kind in ("list_type",):
+        return f"needs a list, got {shown}"
+    if kind == "too_short":
+        return "needs at least one value"
+    if kind == "missing":
+        return "is required"
+    for bound, word in (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<")):
+        if bound in ctx and kind.startswith(("greater", "less")):
+            return f"{shown} is too {'small' if bound in ('ge', 'gt') else 'large'}: must be {word} {ctx[bound]}"
+    msg = str(err["msg"])
+    for voice in ("Value error, ", "Assertion failed, "):
+        msg = msg.removeprefix(voice)
+    return msg.replace("Input should be", "should be")
 
 
 def load_spec(path: Path | None = None, overrides: dict[str, Any] | None = None) -> SweepSpec:
@@ -250,12 +308,22 @@ def load_spec(path: Path | None = None, overrides: dict[str, Any] | None = None)
         else:
             data[k] = v
     try:
-        spec = SweepSpec(**data)
+        return SweepSpec(**data)
     except ValidationError as e:
-        raise SpecError(_unknown_field_hint(SweepSpec, _problems(e))) from None
+        problems = _problems(e, model=SweepSpec)
+        bad = {err["loc"][0] for err in e.errors() if err["loc"]}
     except TypeError as e:
         raise SpecError(str(e)) from None
-    return spec
+    # Check the rest as if the bad fields were left out, so one pass reports every problem.
+    try:
+        rest = SweepSpec(**{k: v for k, v in data.items() if k not in bad})
+    except (ValidationError, TypeError):
+        raise SpecError(problems) from None
+    try:
+        points = rest.points()
+    except SpecError as e2:
+        raise SpecError(problems + e2.problems, points=e2.points) from None
+    raise SpecError(problems, points=points)
 
 
 def parse_list(text: str, typ: type = str) -> list[Any]:

@@ -59,3 +59,13 @@ def test_peaks_per_dtype_fall_back_to_the_wider_type():
     assert dense_peak_flops("NVIDIA H200", "fp8") == 1979e12
     assert dense_peak_flops("unknown", "bf16") is None
     assert get("SN40L").mem_bw is None and get("SN40L").peak_flops("bf16") == 638e12
+
+
+@pytest.mark.parametrize("name,near", [("H1000", "H100-SXM"), ("A1000", "A100-SXM4-40GB"),
+                                       ("MI3000X", "MI300X"), ("Gaudi20", "Gaudi2")])
+def test_a_name_that_only_contains_a_known_one_is_refused_with_suggestions(name, near):
+    # 'H1000' once matched the H100 alias and silently used the H100 (issue 15, item 5)
+    assert find(name) is None
+    with pytest.raises(SpecError, match="did you mean") as e:
+        get(name)
+    assert near in str(e.value)

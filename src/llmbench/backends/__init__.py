@@ -8,7 +8,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
-from llmbench.errors import EngineNotInstalled, SpecError
+from llmbench.errors import EngineNotInstalled, SpecError, did_you_mean
 
 REGISTRY: dict[str, str] = {
     "llamacpp": "llmbench.backends.llamacpp:LlamaCppBackend",
@@ -21,7 +21,8 @@ def backend_class(name: str):
     try:
         target = REGISTRY[name]
     except KeyError:
-        raise SpecError([("backend", f"unknown backend {name!r}; known: {', '.join(REGISTRY)}")]) from None
+        raise SpecError([("backend", f"unknown backend {name!r}{did_you_mean(name, REGISTRY)}; "
+                                     f"known: {', '.join(REGISTRY)}")]) from None
     module, cls = target.split(":")
     return getattr(importlib.import_module(module), cls)
 

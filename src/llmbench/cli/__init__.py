@@ -12,9 +12,39 @@ import typer
 from llmbench.errors import LLMBenchError
 
 EXIT_PARTIAL = 3
+EXIT_USAGE = 2
 
+
+def _click():
+    """The click that typer runs on: its vendored copy (typer >= 0.25 ships `typer._click`),
+    else the click package. Catching the other copy's exceptions would match nothing."""
+    try:
+        from typer import _click as click
+    except ImportError:  # older typer on the real click
+        import click
+    return click
+
+
+def _version(value: bool) -> None:
+    if value:
+        import llmbench
+
+        print(f"llmbench {llmbench.__version__}")
+        raise typer.Exit()
+
+
+# rich_markup_mode=None: typer's rich help labels every flag (even --help) with `<bool>`, which
+# reads as "takes a value"; the plain help shows flags as flags.
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  rich_markup_mode=None,
                   help="Benchmarks for LLM inference and training, with roofline bounds and power.")
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="Print llmbench's version and exit.")) -> None:
+    """Benchmarks for LLM inference and training, with roofline bounds and power."""
+
 
 # One module per command; each defines register(app) and imports its engine lazily.
 COMMANDS = ("run", "models", "results", "serve", "train", "roofline", "importer", "report",
@@ -23,11 +53,47 @@ for _name in COMMANDS:
     importlib.import_module(f"llmbench.cli.{_name}").register(app)
 
 
+def _usage_error(e) -> int:
+    """One message for a usage mistake (unknown command or option, missing value): the
+    error with click's "did you mean", and where to read the help. Returns the exit status."""
+    click = _click()
+    if isinstance(e, click.exceptions.NoArgsIsHelpError):  # bare `llmbench` / `llmbench import`
+        e.show()
+        return EXIT_USAGE
+    if isinstance(e, click.exceptions.UsageError):
+        cmd = e.ctx.command_path if e.ctx is not None else "llmbench"
+        print(f"{cmd}: {_for_people(e.format_message())}\n(see: {cmd} --help)", file=sys.stderr)
+        return e.exit_code
+    e.show()  # other ClickExceptions (e.g. a bad file argument) print one line
+    return e.exit_code
+
+
+# typer converts option values with pydantic and passes its wording on; say it plainly.
+_PYDANTIC_VOICE = (
+    ("Input should be a valid integer, unable to parse string as an integer", "expects a whole number"),
+    ("Input should be a valid number, unable to parse string as a number", "expects a number"),
+    ("Input should be a valid boolean, unable to interpret input", "expects true or false"),
+    ("Input should be greater than or equal to", "must be at least"),
+    ("Input should be less than or equal to", "must be at most"),
+    ("Input should be", "should be"),
+    ("Value error, ", ""),
+)
+
+
+def _for_people(message: str) -> str:
+    for theirs, ours in _PYDANTIC_VOICE:
+        message = message.replace(theirs, ours)
+    return message
+
+
 def main(argv: list[str] | None = None) -> None:
+    click = _click()
     try:
         # standalone_mode=False: click returns (not raises) an exit code, e.g. 130 on Ctrl-C.
-        rv = app(args=argv, standalone_mode=False)
+        rv = app(args=argv, standalone_mode=False, prog_name="llmbench")
         if isinstance(rv, int) and rv:
+            if rv == 130:  # typer turned a Ctrl-C that no command handled into this code
+                print("llmbench: interrupted", file=sys.stderr)
             sys.exit(rv)
     except LLMBenchError as e:
         print(f"llmbench: {e}", file=sys.stderr)
@@ -35,14 +101,8 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         print("llmbench: interrupted", file=sys.stderr)
         sys.exit(130)
-    except SystemExit:
-        raise
-    except Exception as e:  # click usage errors and the like
-        import click
-
-        if isinstance(e, click.exceptions.ClickException):
-            e.show()
-            sys.exit(2)
-        if isinstance(e, click.exceptions.Abort):
-            sys.exit(130)
-        raise
+    except click.exceptions.ClickException as e:
+        sys.exit(_usage_error(e))
+    except typer.Abort:  # Ctrl-C inside a prompt (typer's own class, not its click's)
+        print("llmbench: interrupted", file=sys.stderr)
+        sys.exit(130)

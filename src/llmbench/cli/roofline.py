@@ -18,7 +18,8 @@ def register(app: typer.Typer) -> None:
 
 
 def roofline(
-    model: str = typer.Option(..., "--model", help="catalog model id or HF id (llmbench models)"),
+    model: str = typer.Option(..., "--model", help="catalog model id (llmbench models), HF id, "
+                              "or a local HF directory / .gguf file"),
     hardware: str = typer.Option(..., "--hardware", help="catalog id or device name, e.g. H100, "
                                  "'NVIDIA H200', MI300X, Gaudi2, cpu (this machine, measured)"),
     batch_size: int = typer.Option(1, "--batch-size", min=1),
@@ -39,7 +40,7 @@ def roofline(
     """Lower bounds on prefill, decode, TTFT, TPOT, batch latency and throughput (or a training
     step) from datasheet peaks, and which resource binds."""
     from llmbench.hardware import get
-    from llmbench.models.catalog import CATALOG, canonical_name, get_arch
+    from llmbench.models.catalog import canonical_name, get_arch
     from llmbench.roofline.model import Workload, dtype_bytes, inference_bound, training_bound
 
     if remeasure:
@@ -57,8 +58,17 @@ def roofline(
             except ValueError as e:
                 problems.append((opt, str(e)))
     name = canonical_name(model)
-    if name is None:
-        problems.append(("--model", f"unknown model {model!r}; known: {', '.join(sorted(CATALOG))}"))
+    if name is None:  # a local model (HF dir, GGUF, cached Hub id) states its own architecture
+        from llmbench.models.sources import resolve
+
+        try:
+            ref = resolve(model)
+            if ref.arch is None:
+                problems.append(("--model", f"{model}: {ref.arch_note}"))
+            else:
+                name = ref.arch.name
+        except SpecError as e:
+            problems.extend(("--model", m) for _, m in e.problems)
     try:
         hw = get(hardware)
     except SpecError as e:

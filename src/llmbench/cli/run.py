@@ -10,10 +10,18 @@ from rich.table import Table
 
 from llmbench.cli.common import console, out, pm
 from llmbench.errors import SpecError
-from llmbench.spec import load_spec, parse_assignments, parse_list
+from llmbench.hardware.device import DEVICE_HELP
+from llmbench.spec import SweepSpec, load_spec, parse_assignments, parse_list
 from llmbench.store.store import DEFAULT_RESULTS
 
 DEFAULT_BACKENDS = ("llamacpp", "transformers", "vllm")
+
+
+def _default(field: str) -> str:
+    """The spec's default for a flag's help, so the two never disagree."""
+    f = SweepSpec.model_fields[field]
+    v = f.default_factory() if f.default_factory else f.default
+    return ",".join(map(str, v)) if isinstance(v, list) else str(v)
 
 
 def register(app: typer.Typer) -> None:
@@ -24,22 +32,32 @@ def run(
     spec_file: Optional[Path] = typer.Argument(None, help="YAML sweep spec (flags override it)"),
     backend: Optional[str] = typer.Option(None, "--backend", "-b", help="engines, e.g. llamacpp,transformers"),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="catalog names or local paths"),
-    batch_size: Optional[str] = typer.Option(None, "--batch-size", help="e.g. 1,4,16"),
-    input_len: Optional[str] = typer.Option(None, "--input-len"),
-    output_len: Optional[str] = typer.Option(None, "--output-len"),
-    dtype: Optional[str] = typer.Option(None, "--dtype", help="auto|fp32|fp16|bf16 (list)"),
-    device: Optional[str] = typer.Option(None, "--device", help="cpu | cuda | cuda:N"),
-    repeats: Optional[int] = typer.Option(None, "--repeats"),
-    warmups: Optional[int] = typer.Option(None, "--warmups"),
-    workload: Optional[str] = typer.Option(None, "--workload", help="offline | perplexity"),
+    batch_size: Optional[str] = typer.Option(None, "--batch-size", help="list, e.g. 1,4,16",
+                                             show_default=_default("batch_size")),
+    input_len: Optional[str] = typer.Option(None, "--input-len", help="prompt tokens (list)",
+                                            show_default=_default("input_len")),
+    output_len: Optional[str] = typer.Option(None, "--output-len", help="generated tokens (list)",
+                                             show_default=_default("output_len")),
+    dtype: Optional[str] = typer.Option(None, "--dtype", help="auto|fp32|fp16|bf16 (list)",
+                                        show_default=_default("dtype")),
+    device: Optional[str] = typer.Option(None, "--device", help=DEVICE_HELP,
+                                         show_default=_default("device")),
+    repeats: Optional[int] = typer.Option(None, "--repeats", help="timed runs per point",
+                                          show_default=_default("repeats")),
+    warmups: Optional[int] = typer.Option(None, "--warmups", help="untimed runs before them",
+                                          show_default=_default("warmups")),
+    workload: Optional[str] = typer.Option(None, "--workload", help="offline | perplexity",
+                                           show_default=_default("workload")),
     option: list[str] = typer.Option([], "--option", "-o",
                                      help="engine option KEY=V[,V..], e.g. compile=false,true"),
     backend_option: list[str] = typer.Option([], "--backend-option", "-B",
                                              help="BACKEND.KEY=V[,V..], e.g. llamacpp.n_threads=2"),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="per-point limit, seconds"),
     results: Path = typer.Option(DEFAULT_RESULTS, "--results", help="results directory"),
-    resume: bool = typer.Option(False, "--resume", help="skip points already stored"),
-    redo_failed: bool = typer.Option(False, "--redo-failed", help="with --resume: rerun failed points"),
+    resume: bool = typer.Option(False, "--resume/--no-resume",
+                                help="continue a run: skip points already stored"),
+    redo_failed: bool = typer.Option(False, "--redo-failed/--keep-failed",
+                                     help="with --resume: rerun failed points"),
     isolate: bool = typer.Option(True, "--isolate/--in-process",
                                  help="run point groups in worker processes (crash-safe)"),
     executor: str = typer.Option("local", "--executor", help="local | ray"),
@@ -83,8 +101,11 @@ def run(
         raise SpecError([("--executor", f"{executor!r} is not one of: local, ray")])
     if run_id is not None and not _safe_run_id(run_id):
         raise SpecError([("--run-id", f"{run_id!r} may hold only letters, digits, '.', '_' and '-'")])
-    spec = load_spec(spec_file, ov)
-    points = spec.points()
+    if spec_file is not None and spec_file.name.lower() in _FLAG_WORDS and not spec_file.exists():
+        # `--resume true`: flags take no value, so the word landed in the spec-file slot
+        raise SpecError([(str(spec_file), "is not a spec file; flags take no value: write "
+                          "--resume, not --resume true (and --no-resume to turn one off)")])
+    spec, points = _load(spec_file, ov)
     if point is not None:
         if not 0 <= point < len(points):
             raise SpecError([("--point", f"{point} is out of range: the sweep has {len(points)} points (0..{len(points) - 1})")])
@@ -93,11 +114,27 @@ def run(
         from llmbench.runner import validate
 
         validate(points)
-        for i, p in enumerate(points):
-            out.print(f"{i}\t{p.key}\t{p.backend}\t{p.model}\tbs={p.batch_size}\tin={p.input_len}\tout={p.output_len}\t{p.options.model_dump(exclude_defaults=True)}")
+        out.print(points_table(points, first=point or 0))
         return
     execute(spec, points, results, resume=resume, redo_failed=redo_failed, isolate=isolate,
             executor=executor, run_id=run_id)
+
+
+_FLAG_WORDS = {"true", "false", "yes", "no", "on", "off", "1", "0"}
+
+
+def _load(spec_file, ov):
+    """The spec and its points; a bad spec is reported whole: its own problems and those of
+    the points its valid rest expands into (models, engines), in one message."""
+    from llmbench.runner import check
+
+    try:
+        spec = load_spec(spec_file, ov)
+        return spec, spec.points()
+    except SpecError as e:
+        if e.points:
+            raise SpecError(e.problems + check(e.points)[1]) from None
+        raise
 
 
 def _safe_run_id(text: str) -> bool:
@@ -114,68 +151,156 @@ def _ints(text: str, flag: str) -> list[int]:
         raise SpecError([(flag, f"{text!r} must be a comma-separated list of integers")]) from None
 
 
+def shape(w: dict) -> str:
+    """A point's (or record workload's) shape: batch and lengths, or a perplexity window."""
+    if "context_len" in w:
+        return f"ctx={w.get('context_len')} stride={w.get('stride')}"
+    return f"bs={w.get('batch_size')} in={w.get('input_len')} out={w.get('output_len')}"
+
+
+def _point_shape(p) -> str:
+    if p.workload == "perplexity" and p.perplexity is not None:
+        return shape({"context_len": p.perplexity.context_len, "stride": p.perplexity.stride})
+    return shape({"batch_size": p.batch_size, "input_len": p.input_len, "output_len": p.output_len})
+
+
+def _kv(d: dict) -> str:
+    return " ".join(f"{k}={v}" for k, v in d.items()) or "-"
+
+
+def points_table(points, first: int = 0) -> Table:
+    """--list-points: one row per point, options as KEY=VALUE (only those off their default)."""
+    t = Table(title=f"{len(points)} point(s)")
+    for col in ("#", "key", "workload", "backend", "model", "device", "dtype", "shape",
+                "options", "backend options"):
+        t.add_column(col, justify="right" if col == "#" else "left")
+    for i, p in enumerate(points, start=first):
+        t.add_row(str(i), p.key, p.workload, p.backend, p.model, p.device, p.dtype, _point_shape(p),
+                  _kv(p.options.model_dump(exclude_defaults=True)), _kv(p.backend_options))
+    return t
+
+
+def _work(p) -> int:
+    return p.warmups + p.repeats if p.workload == "offline" else 1
+
+
 def execute(spec, points, results: Path, *, resume=False, redo_failed=False, isolate=True,
             executor="local", run_id=None) -> None:
-    from llmbench.runner import run_sweep
+    from llmbench.runner import resume_run_id, run_sweep, stored_count
+    from llmbench.store import Store, new_run_id
 
-    total = sum(p.warmups + p.repeats if p.workload == "offline" else 1 for p in points)
-    console.print(f"[bold]llmbench[/] {len(points)} point(s) -> {results}")
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), console=console, transient=False) as bar:
-        task = bar.add_task("validating", total=total)
+    if run_id is None:  # fixed here so that an interrupted run can name it for --resume
+        run_id = (resume_run_id(Store(results), points) if resume or redo_failed else None) or new_run_id()
+    devices = ", ".join(sorted({p.device for p in points}))
+    console.print(f"[bold]llmbench[/] {len(points)} point(s) on {devices} -> {results} (run {run_id})",
+                  highlight=False)
+    try:
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                      TimeElapsedColumn(), console=console, transient=False) as bar:
+            task = bar.add_task("validating", total=sum(_work(p) for p in points))
 
-        def progress(event, p, n):
-            if p is not None:
-                label = f"{p.backend} {p.model} bs={p.batch_size} in={p.input_len} out={p.output_len}"
-                if event == "load":
-                    bar.update(task, description=f"loading {p.backend} {p.model}")
-                elif event == "start":
-                    bar.update(task, description=label)
-                elif event == "repeat":
-                    bar.advance(task, n)
-                elif event == "done" and p.workload != "offline":
-                    bar.advance(task, 1)
+            def progress(event, p, n):
+                if p is not None:
+                    label = f"{p.backend} {p.model} {p.device} {_point_shape(p)}"
+                    if event == "load":
+                        bar.update(task, description=f"loading {p.backend} {p.model}")
+                    elif event == "start":
+                        bar.update(task, description=label)
+                    elif event == "repeat":
+                        bar.advance(task, n)
+                    elif event == "skip":  # stored by an earlier invocation (--resume)
+                        bar.advance(task, _work(p))
+                    elif event == "done" and p.workload != "offline":
+                        bar.advance(task, 1)
 
-        kw = dict(resume=resume, redo_failed=redo_failed, progress=progress, points=points,
-                  run_id=run_id)
-        if executor == "ray":
-            from llmbench.launch.ray_executor import run_sweep_ray
-            result = run_sweep_ray(spec, results, **kw)
-        elif isolate:
-            from llmbench.launch.isolated import run_sweep_isolated
-            result = run_sweep_isolated(spec, results, **kw)
-        else:
-            result = run_sweep(spec, results, **kw)
+            kw = dict(resume=resume, redo_failed=redo_failed, progress=progress, points=points,
+                      run_id=run_id)
+            if executor == "ray":
+                from llmbench.launch.ray_executor import run_sweep_ray
+                result = run_sweep_ray(spec, results, **kw)
+            elif isolate:
+                from llmbench.launch.isolated import run_sweep_isolated
+                result = run_sweep_isolated(spec, results, **kw)
+            else:
+                result = run_sweep(spec, results, **kw)
+    except KeyboardInterrupt:
+        k = stored_count(Store(results), points)
+        console.print(f"interrupted: {k} of {len(points)} points stored in {results}; continue "
+                      f"with `{resume_command(run_id)}`", highlight=False, soft_wrap=True)
+        sys.exit(130)
     summary(result)
     if result.failed:
         sys.exit(3)
 
 
+def resume_command(run_id: str) -> str:
+    """The user's own command line, with --resume and this run's id added if missing."""
+    import shlex
+
+    args = sys.argv[1:]
+    if not any(a == "--resume" or a == "--redo-failed" for a in args):
+        args = [*args, "--resume"]
+    if not any(a == "--run-id" or a.startswith("--run-id=") for a in args):
+        args = [*args, "--run-id", run_id]
+    return shlex.join(["llmbench", *args])
+
+
+def _metric_cell(stats, digits: str) -> str:
+    return format(stats.p50, digits) if stats and stats.p50 is not None else "-"
+
+
 def summary(result) -> None:
-    t = Table(title=f"run {result.run_id}", show_lines=False)
-    for col in ("backend", "model", "bs", "in", "out", "status", "batch latency s",
-                "TTFT p50 ms", "TPOT p50 ms", "out tok/s", "efficiency"):
-        t.add_column(col, justify="right" if col not in ("backend", "model", "status") else "left")
-    for r in result.records:
-        w, m = r.workload, r.metrics
-        eff = (r.roofline.efficiency or {}).get("output_throughput_tok_s") if r.roofline else None
-        ttft, tpot = m.get("ttft_s"), m.get("tpot_s")
-        row = [r.backend.name, r.model.name, str(w.get("batch_size", "")), str(w.get("input_len", "")),
-               str(w.get("output_len", "")),
-               "ok" if r.status == "ok" else f"[red]{r.status}[/]",
-               pm(m.get("batch_latency_s")),
-               f"{ttft.p50 * 1e3:.1f}" if ttft and ttft.p50 is not None else "-",
-               f"{tpot.p50 * 1e3:.2f}" if tpot and tpot.p50 is not None else "-",
-               pm(m.get("output_throughput_tok_s")),
-               f"{eff:.0%}" if eff is not None else "-"]
-        if r.kind == "perplexity":
-            row[9] = f"ppl {pm(m.get('perplexity'))}"
-        t.add_row(*row)
-    out.print(t)
+    """One table per record kind, earlier records of a resumed sweep included."""
+    rows = [(r, True) for r in result.earlier] + [(r, False) for r in result.records]
+    inference = [(r, e) for r, e in rows if r.kind != "perplexity"]
+    ppl = [(r, e) for r, e in rows if r.kind == "perplexity"]
+    if inference or not ppl:
+        t = Table(title=f"run {result.run_id}", show_lines=False)
+        for col in ("backend", "model", "device", "bs", "in", "out", "status", "batch latency s",
+                    "TTFT p50 ms", "TPOT p50 ms", "out tok/s", "efficiency"):
+            t.add_column(col, justify="left" if col in ("backend", "model", "device", "status") else "right")
+        for r, earlier in inference:
+            w, m = r.workload, r.metrics
+            eff = (r.roofline.efficiency or {}).get("output_throughput_tok_s") if r.roofline else None
+            ttft, tpot = m.get("ttft_s"), m.get("tpot_s")
+            t.add_row(r.backend.name, r.model.name, _device(r), str(w.get("batch_size", "")),
+                      str(w.get("input_len", "")), str(w.get("output_len", "")), _status(r, earlier),
+                      pm(m.get("batch_latency_s")),
+                      f"{ttft.p50 * 1e3:.1f}" if ttft and ttft.p50 is not None else "-",
+                      f"{tpot.p50 * 1e3:.2f}" if tpot and tpot.p50 is not None else "-",
+                      pm(m.get("output_throughput_tok_s")), f"{eff:.0%}" if eff is not None else "-")
+        out.print(t)
+    if ppl:
+        t = Table(title=f"run {result.run_id}: perplexity")
+        for col in ("backend", "model", "device", "context", "stride", "text", "status",
+                    "perplexity", "tokens scored"):
+            t.add_column(col, justify="right" if col in ("context", "stride", "perplexity",
+                                                          "tokens scored") else "left")
+        for r, earlier in ppl:
+            w, m = r.workload, r.metrics
+            scored, ppl_stats = m.get("scored_tokens"), m.get("perplexity")
+            t.add_row(r.backend.name, r.model.name, _device(r), str(w.get("context_len", "")),
+                      str(w.get("stride", "")), str(w.get("text", "")), _status(r, earlier),
+                      # two decimals: engines differ in the first (13.02 vs 12.86 on SmolLM2)
+                      f"{ppl_stats.mean:.2f}" if ppl_stats and ppl_stats.mean is not None else "-",
+                      f"{scored.mean:.0f}" if scored and scored.mean is not None else "-")
+        out.print(t)
     for r in result.failed:
-        console.print(f"[red]failed[/] {r.backend.name} {r.model.name} {r.workload.get('batch_size')}: "
-                      f"{(r.error or '').splitlines()[0]}")
+        console.print(f"[red]failed[/] {r.backend.name} {r.model.name} {shape(r.workload)}: "
+                      f"{(r.error or '').splitlines()[0] if r.error else ''}", highlight=False)
     if result.skipped:
-        console.print(f"skipped {result.skipped} point(s) already stored (--resume)")
+        console.print(f"{result.skipped} point(s) were stored by an earlier invocation (--resume); "
+                      "marked 'earlier'")
     out.print(f"results: {result.results_dir.resolve()} (run {result.run_id}); "
               f"query with: llmbench results --results {result.results_dir}")
+
+
+def _device(r) -> str:
+    """The device the point ran on as the spec resolved it, and the hardware's name."""
+    dev = (r.spec or {}).get("device")
+    return f"{dev} ({r.hardware.name})" if dev else r.hardware.name
+
+
+def _status(r, earlier: bool) -> str:
+    s = "ok" if r.status == "ok" else f"[red]{r.status}[/]"
+    return f"{s} (earlier)" if earlier else s

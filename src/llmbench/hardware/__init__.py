@@ -76,7 +76,7 @@ def find(name: str | None) -> Hardware | None:
         if n == hw.id.lower():
             return hw
     for hw in catalog():
-        if any(re.search(a, n) for a in hw.aliases):
+        if any(_whole_number_match(a, n) for a in hw.aliases):
             return hw
     from llmbench.hardware import cpu
 
@@ -85,14 +85,43 @@ def find(name: str | None) -> Hardware | None:
     return None
 
 
+def _whole_number_match(alias: str, name: str) -> bool:
+    """An alias matches only where it does not cut a number short: 'h100' is in 'nvidia h100
+    80gb' but not in 'h1000' (a fuzzy hit must never pick a device silently)."""
+    for m in re.finditer(alias, name):
+        s, e = m.span()
+        cut_start = s > 0 and name[s - 1].isdigit() and name[s:s + 1].isdigit()
+        cut_end = e < len(name) and name[e].isdigit() and name[e - 1:e].isdigit()
+        if not (cut_start or cut_end):
+            return True
+    return False
+
+
+def suggestions(name: str, n: int = 3) -> list[str]:
+    """Catalog ids nearest to a mistyped device name (for "did you mean")."""
+    import difflib
+
+    forms: dict[str, str] = {}
+    for hw in catalog():
+        forms[_norm(hw.id)] = forms[_norm(hw.name)] = hw.id
+    for hw in catalog():  # a short form ('h100') stands for the entry it finds
+        short = hw.id.split("-")[0]
+        forms.setdefault(_norm(short), (find(short) or hw).id)
+    close = difflib.get_close_matches(_norm(name), list(forms), n=2 * n, cutoff=0.5)
+    return list(dict.fromkeys(forms[c] for c in close))[:n]
+
+
 def get(name: str) -> Hardware:
-    """Like `find`, raising a SpecError that lists the catalog."""
+    """Like `find`, raising a SpecError that suggests the nearest ids and lists the catalog."""
     hw = find(name)
     if hw is None:
         from llmbench.errors import SpecError
 
         ids = ", ".join(h.id for h in catalog())
-        raise SpecError([("hardware", f"unknown hardware {name!r}; known: {ids}, cpu (this machine)")])
+        near = suggestions(name)
+        hint = f"did you mean {' or '.join(near)}? " if near else ""
+        raise SpecError([("hardware", f"unknown hardware {name!r}; {hint}known: {ids}, "
+                                      "cpu (this machine)")])
     return hw
 
 

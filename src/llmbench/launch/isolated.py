@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from llmbench.measure.env import user_argv
 from llmbench.models.sources import ModelRef
 from llmbench.runner import SweepResult, failed_record, run_sweep
 from llmbench.spec import Point, SweepSpec
@@ -108,7 +109,8 @@ class _Worker:
         with tempfile.TemporaryDirectory(prefix="llmbench-worker-") as tmp:
             job = Path(tmp) / "job.json"
             job.write_text(json.dumps({"run_id": self.run_id, "results": str(self.store.root),
-                                       "points": [p.model_dump(mode="json") for p in self.points]}))
+                                       "points": [p.model_dump(mode="json") for p in self.points],
+                                       "argv": user_argv()}))  # the user's, for env.argv
             log = self.log = open(Path(tmp) / "worker.log", "w+b")
             r, w = os.pipe()
             try:

@@ -14,14 +14,15 @@ local one started for the sweep.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from llmbench.errors import SpecError
 from llmbench.launch.isolated import Progress, existing, stored_since
-from llmbench.runner import (SweepResult, device_problems, failed_record, group_points, pending,
+from llmbench.runner import (SweepResult, device_problems, failed_record, group_points, start,
                              validate)
 from llmbench.spec import Point, SweepSpec
-from llmbench.store import Record, Store, new_run_id
+from llmbench.store import Record, Store
 
 
 def run_sweep_ray(spec: SweepSpec, results: Path, *, resume: bool = False,
@@ -36,8 +37,8 @@ def run_sweep_ray(spec: SweepSpec, results: Path, *, resume: bool = False,
     points = points if points is not None else spec.points()
     models = validate(points, local_devices=False)  # the GPUs that count are the cluster's
     store = Store(Path(results).resolve())  # the path every node opens: absolute
-    result = SweepResult(run_id or new_run_id(), store.root)
-    points, result.skipped = pending(points, store, resume=resume, redo_failed=redo_failed)
+    result, points = start(points, store, run_id, resume=resume, redo_failed=redo_failed,
+                           say=progress)
     say = progress or (lambda *a: None)
     groups = group_points(points)
     if not groups:
@@ -57,7 +58,8 @@ def run_sweep_ray(spec: SweepSpec, results: Path, *, resume: bool = False,
             # max_retries=0: a retried task would measure points twice; a lost task's points
             # are recorded as failed below and rerun with --resume --redo-failed.
             ref = task.options(**resources(first), max_retries=0).remote(
-                [p.model_dump(mode="json") for p in group], result.run_id, str(store.root))
+                [p.model_dump(mode="json") for p in group], result.run_id, str(store.root),
+                sys.argv)
             running[ref] = group
             say("load", first, 0)
         while running:
@@ -110,9 +112,13 @@ def _connect(ray, address: str | None) -> None:
         ray.init(runtime_env=env, include_dashboard=False, log_to_driver=False)
 
 
-def _run_group_task(point_docs: list[dict], run_id: str, results: str) -> list[dict]:
+def _run_group_task(point_docs: list[dict], run_id: str, results: str,
+                    argv: list[str] | None = None) -> list[dict]:
     """On a Ray worker: run one group in an isolated process, return its records."""
     from llmbench.launch.isolated import run_group_isolated
+    from llmbench.measure.env import set_user_argv
+
+    set_user_argv(argv)  # records name the driver's command line, not the Ray worker's
     from llmbench.models.sources import resolve
 
     points = [Point.model_validate(d) for d in point_docs]

@@ -53,6 +53,9 @@ def main(argv: list[str]) -> int:
     from llmbench.store import Store
 
     job = json.loads(open(job_path).read())
+    from llmbench.measure import env as envmod
+
+    envmod.set_user_argv(job.get("argv"))  # records name the user's command, not ours
     points = [Point.model_validate(d) for d in job["points"]]
     models = {name: resolve(name) for name in {p.model for p in points}}
     planned = faults.plan()  # a malformed fault plan fails the worker before any point, loudly

@@ -96,6 +96,21 @@ def hardware(device: str, count: int = 1) -> dict:
     return {"name": cpu_name(), "count": 1, "driver": None, "cores": os.cpu_count()}
 
 
+#: The command line the user typed, when this process runs on their behalf (an isolated worker
+#: is started as `python -m llmbench.launch.worker JOB FD`, which says nothing to a reader).
+_user_argv: list[str] | None = None
+
+
+def set_user_argv(argv: list[str] | None) -> None:
+    global _user_argv
+    _user_argv = list(argv) if argv else None
+
+
+def user_argv() -> list[str]:
+    """The user's command line: the one set for this process, else its own."""
+    return list(_user_argv) if _user_argv else sys.argv[:]
+
+
 def capture() -> dict:
     return {
         "python": sys.version.split()[0],
@@ -107,5 +122,5 @@ def capture() -> dict:
         "git_sha_source": version[1],
         "llmbench": llmbench.__version__,
         "packages": {p: v for p in TRACKED_PACKAGES if (v := package_version(p))},
-        "argv": sys.argv[:],
+        "argv": user_argv(),
     }

@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from llmbench.errors import ModelError
+from llmbench.errors import ModelError, did_you_mean
 
 Family = Literal["llama", "mistral", "qwen2", "gpt2", "gpt_neox", "mixtral",
                  # below: counted here for the roofline and importer; no synthetic HF config yet
@@ -219,12 +219,23 @@ def register(arch: ModelArch) -> None:
     CATALOG[arch.name] = arch
 
 
+#: Architectures read from local models (HF config.json, GGUF metadata) in this process, by
+#: their lower-case model name; kept apart from CATALOG, which lists what llmbench ships.
+LOCAL: dict[str, ModelArch] = {}
+
+
+def register_local(arch: ModelArch) -> None:
+    LOCAL[arch.name.lower()] = arch
+
+
 def get_arch(name: str) -> ModelArch:
     try:
-        return CATALOG[name.lower()]
+        return CATALOG[name.lower()] if name.lower() in CATALOG else LOCAL[name.lower()]
     except KeyError:
-        raise ModelError([("model", f"unknown model {name!r}; known: {', '.join(sorted(CATALOG))}"
-                                    " (or a path to a local HF directory or .gguf file)")]) from None
+        raise ModelError([("model", f"unknown model {name!r}{did_you_mean(name, CATALOG)}; known: "
+                                    f"{', '.join(sorted(CATALOG))} (or a path to a local HF "
+                                    "directory or .gguf file, or a Hugging Face id in the local "
+                                    "cache)")]) from None
 
 
 # Labels other tools and data sets use for catalog models (lower-case). Every entry's hf_id
@@ -244,7 +255,7 @@ ALIASES: dict[str, str] = {
 def canonical_name(label: str) -> str | None:
     """The catalog id for a model label (catalog id, HF id or alias), or None."""
     key = label.strip().lower()
-    if key in CATALOG:
+    if key in CATALOG or key in LOCAL:
         return key
     if key in ALIASES:
         return ALIASES[key]
@@ -252,3 +263,83 @@ def canonical_name(label: str) -> str | None:
         if a.hf_id and a.hf_id.lower() == key:
             return a.name
     return None
+
+
+# -- architectures of local models --------------------------------------------------------------
+_HF_FAMILIES = {"llama": "llama", "mistral": "mistral", "qwen2": "qwen2", "mixtral": "mixtral",
+                "gpt2": "gpt2", "gpt_neox": "gpt_neox"}
+
+
+def arch_from_hf_config(name: str, cfg: dict) -> ModelArch:
+    """The architecture in a transformers config.json; ValueError naming what is missing or
+    not modelled (the caller turns it into the record's note)."""
+    mt = cfg.get("model_type")
+    family = _HF_FAMILIES.get(mt)
+    if family is None:
+        raise ValueError(f"model_type {mt!r} is not one the roofline models "
+                         f"({', '.join(sorted(_HF_FAMILIES))})")
+    if family == "gpt2":
+        keys = {"layers": "n_layer", "hidden": "n_embd", "heads": "n_head", "vocab": "vocab_size",
+                "max_position": "n_positions"}
+    else:
+        keys = {"layers": "num_hidden_layers", "hidden": "hidden_size",
+                "heads": "num_attention_heads", "vocab": "vocab_size",
+                "max_position": "max_position_embeddings", "ffn": "intermediate_size"}
+    missing = [v for v in keys.values() if cfg.get(v) is None]
+    if missing:
+        raise ValueError(f"config.json lacks {', '.join(missing)}")
+    a = {k: cfg[v] for k, v in keys.items()}
+    if family == "gpt2":
+        a["ffn"] = cfg.get("n_inner") or 4 * a["hidden"]
+    a["kv_heads"] = cfg.get("num_key_value_heads") or a["heads"]
+    extra = dict(tie_embeddings=bool(cfg.get("tie_word_embeddings", family in ("gpt2",))),
+                 qkv_bias=bool(cfg.get("attention_bias", family == "qwen2")),
+                 rope_theta=float(cfg.get("rope_theta") or 10000.0),
+                 norm_eps=float(cfg.get("rms_norm_eps") or cfg.get("layer_norm_eps") or 1e-5),
+                 num_experts=int(cfg.get("num_local_experts") or 1),
+                 experts_per_token=int(cfg.get("num_experts_per_tok") or 1))
+    if family == "gpt_neox":
+        extra["rotary_pct"] = float(cfg.get("rotary_pct", 1.0))
+    head_dim = cfg.get("head_dim")
+    if head_dim and head_dim != a["hidden"] // a["heads"]:
+        extra["head_dim_override"] = int(head_dim)
+    return ModelArch(name=name, family=family, **a, **extra)
+
+
+def arch_from_gguf(name: str, path) -> ModelArch:
+    """The architecture in a GGUF file's metadata (the `gguf` package's reader, which maps
+    the file instead of reading it); ValueError when it cannot be read."""
+    try:
+        from gguf import GGUFReader
+    except ImportError:
+        raise ValueError("reading GGUF metadata needs the 'gguf' package "
+                         "(pip install 'llmbench[transformers]')") from None
+    try:
+        r = GGUFReader(path)
+    except Exception as e:  # a truncated or foreign file
+        raise ValueError(f"unreadable GGUF: {e}") from None
+
+    def val(key: str):
+        f = r.fields.get(key)
+        return None if f is None else f.contents()
+
+    arch = val("general.architecture")
+    family = {"llama": "llama", "mistral": "mistral", "qwen2": "qwen2"}.get(arch)
+    if family is None:
+        raise ValueError(f"GGUF architecture {arch!r} is not one the roofline models "
+                         "(llama, mistral, qwen2)")
+    keys = {"layers": "block_count", "hidden": "embedding_length",
+            "heads": "attention.head_count", "ffn": "feed_forward_length",
+            "max_position": "context_length"}
+    a = {k: val(f"{arch}.{v}") for k, v in keys.items()}
+    tokens = r.fields.get("tokenizer.ggml.tokens")
+    a["vocab"] = val(f"{arch}.vocab_size") or (len(tokens.data) if tokens is not None else None)
+    missing = [k for k, v in a.items() if v is None]
+    if missing:
+        raise ValueError(f"GGUF metadata lacks {', '.join(missing)}")
+    a["kv_heads"] = val(f"{arch}.attention.head_count_kv") or a["heads"]
+    tensors = {t.name for t in r.tensors}
+    return ModelArch(name=name, family=family, **{k: int(v) for k, v in a.items()},
+                     tie_embeddings="output.weight" not in tensors,
+                     rope_theta=float(val(f"{arch}.rope.freq_base") or 10000.0),
+                     norm_eps=float(val(f"{arch}.attention.layer_norm_rms_epsilon") or 1e-5))

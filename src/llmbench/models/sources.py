@@ -5,9 +5,11 @@ Sources:
              safetensors copy is made from it (de-quantised) for engines that need one.
 - synthetic: an architecture from the catalog with random weights (records say so): a
              config-only HF directory, or a random-weight GGUF (models/gguf_synth.py).
-- hf-dir:    a local Hugging Face model directory.
+- hf-dir:    a local Hugging Face model directory, or a Hub id (`org/name`) found in the local
+             Hugging Face cache (HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub).
 - gguf:      a local .gguf file.
-Nothing is ever downloaded from a model hub.
+Nothing is ever downloaded from a model hub. A local model whose architecture can be read
+(config.json, GGUF metadata) gets it (and so its roofline); `arch_note` says why not otherwise.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from pathlib import Path
 from typing import Literal
 
 from llmbench.errors import ModelError
-from llmbench.models.catalog import CATALOG, ModelArch, get_arch
+from llmbench.models.catalog import (CATALOG, ModelArch, arch_from_gguf, arch_from_hf_config,
+                                     canonical_name, get_arch, register_local)
 
 Source = Literal["bundled", "synthetic", "hf-dir", "gguf"]
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -43,6 +46,7 @@ class ModelRef:
     source: Source
     arch: ModelArch | None = None
     path: Path | None = None
+    arch_note: str | None = None  # why a local model has no architecture (so no roofline)
 
     @property
     def synthetic_weights(self) -> bool:
@@ -62,13 +66,69 @@ def resolve(name: str) -> ModelRef:
     if p.is_dir():
         if not (p / "config.json").exists():
             raise ModelError([("model", f"{p} is a directory without config.json (not an HF model)")])
-        return ModelRef(p.name, "hf-dir", None, p.resolve())
+        return _local(p.name, "hf-dir", p.resolve())
     if p.suffix == ".gguf":
         if not p.is_file():
             raise ModelError([("model", f"GGUF file {p} does not exist")])
-        return ModelRef(p.stem, "gguf", None, p.resolve())
+        return _local(p.stem, "gguf", p.resolve())
+    if _is_hub_id(name):
+        return _local(name, "hf-dir", hub_snapshot(name))
     get_arch(name)  # raises the "unknown model" error listing the catalog
     raise AssertionError("unreachable")
+
+
+def _local(name: str, source: Source, path: Path) -> ModelRef:
+    """A local model with the architecture its files state, registered for the roofline."""
+    try:
+        if source == "gguf":
+            arch = arch_from_gguf(name, path)
+        else:
+            cfg = json.loads((path / "config.json").read_text())
+            arch = arch_from_hf_config(name, cfg if isinstance(cfg, dict) else {})
+    except (ValueError, OSError) as e:  # json.JSONDecodeError is a ValueError
+        return ModelRef(name, source, None, path, arch_note=f"architecture not read: {e}")
+    register_local(arch)
+    return ModelRef(name, source, arch, path)
+
+
+def _is_hub_id(name: str) -> bool:
+    """'org/name' as the Hugging Face Hub spells model ids (not a path that exists here)."""
+    import re
+
+    return bool(re.fullmatch(r"[A-Za-z0-9][\w.-]*/[\w.-]+", name)) and ".." not in name
+
+
+def hf_hub_cache() -> Path:
+    """Where huggingface_hub keeps downloaded models (its own rules, without importing it)."""
+    if os.environ.get("HF_HUB_CACHE"):
+        return Path(os.environ["HF_HUB_CACHE"]).expanduser()
+    if os.environ.get("HF_HOME"):
+        return Path(os.environ["HF_HOME"]).expanduser() / "hub"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg) if xdg else Path.home() / ".cache") / "huggingface" / "hub"
+
+
+def hub_snapshot(repo_id: str) -> Path:
+    """The cached snapshot of a Hub model: the revision refs/main names, else the newest
+    snapshot holding a config.json. Never downloads: a model not in the cache is an error
+    that says how to get it."""
+    repo = hf_hub_cache() / ("models--" + repo_id.replace("/", "--"))
+    snaps = repo / "snapshots"
+    main = repo / "refs" / "main"
+    if main.is_file():
+        cand = snaps / main.read_text().strip()
+        if (cand / "config.json").is_file():
+            return cand
+    found = sorted((d for d in snaps.glob("*") if (d / "config.json").is_file()),
+                   key=lambda d: d.stat().st_mtime, reverse=True) if snaps.is_dir() else []
+    if found:
+        return found[0]
+    twin = canonical_name(repo_id)
+    hint = f", or the catalog's {twin!r} (same shapes, random weights)" if twin else ""
+    raise ModelError([("model", f"{repo_id!r} is not in the local Hugging Face cache ({repo}); "
+                       "llmbench does not download models: fetch it where the network reaches "
+                       f"the Hub (huggingface-cli download {repo_id}) and point HF_HOME or "
+                       f"HF_HUB_CACHE at that cache, or give a local directory{hint}")])
 
 
 def smollm2_gguf() -> Path:

@@ -30,7 +30,7 @@ import functools
 from typing import Any
 
 from llmbench.hardware import Hardware, find
-from llmbench.models.catalog import CATALOG, ModelArch, canonical_name
+from llmbench.models.catalog import CATALOG, ModelArch, canonical_name, get_arch
 from llmbench.roofline.model import (InferenceBound, TrainingBound, Workload, inference_bound,
                                      training_bound)
 
@@ -107,7 +107,7 @@ def bound_for(rec) -> tuple[InferenceBound | TrainingBound, Hardware, list[str]]
     name = canonical_name(rec.model.name or "")
     if hw is None or name is None:
         return None
-    arch = CATALOG[name]
+    arch = get_arch(name)  # the catalog's, or one read from a local model's files
     notes: list[str] = []
     w = rec.workload or {}
     if rec.kind == "training":

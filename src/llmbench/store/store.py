@@ -26,10 +26,27 @@ STATS = ("mean", "median", "p50", "p90", "p95", "p99", "min", "max", "std", "n",
          "ci95_low", "ci95_high")
 
 
+def _umask() -> int:
+    """The process umask, read without changing it where Linux tells it (/proc), since
+    os.umask's set-and-restore races with other threads creating files."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("Umask:"):
+                return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def atomic_write_text(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
     try:
+        # mkstemp makes the file 0600; a record gets the mode any new file would (a team's
+        # shared results directory relies on the user's umask, e.g. 002)
+        os.fchmod(fd, 0o666 & ~_umask())
         with os.fdopen(fd, "w") as f:
             f.write(text)
             f.flush()

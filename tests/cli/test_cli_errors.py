@@ -1,0 +1,132 @@
+"""Every command, every kind of usage mistake: exit status 2, one short message, never a
+traceback (issue 15, item 1). Driven in-process through the real entry point (fast), plus a
+few through `python -m llmbench` to prove the process itself behaves the same."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+from llmbench.cli import main
+
+# (argv, a phrase the message must hold)
+MISTAKES = [
+    ([], "Usage:"),
+    (["runn"], "Did you mean 'run'"),
+    (["reslts"], "Did you mean 'results'"),
+    (["models", "pathh"], "Did you mean 'path'"),
+    (["import"], "Usage:"),
+    (["import", "llm-inference-bnch"], "Did you mean 'llm-inference-bench'"),
+    (["run", "--bogus-flag", "1"], "No such option: --bogus-flag"),
+    (["run", "--batch-size"], "requires an argument"),
+    (["run", "--repeats", "x"], "'--repeats': expects a whole number"),
+    (["run", "--resume", "true"], "flags take no value"),
+    (["run", "--resum"], "Possible options: --no-resume, --results, --resume"),
+    (["results", "--bogus-flag"], "No such option"),
+    (["results", "--format"], "requires an argument"),
+    (["serve", "--bogus-flag", "1"], "No such option"),
+    (["serve", "--rate"], "requires an argument"),
+    (["serve", "--seed", "x"], "expects a whole number"),
+    (["train", "--bogus-flag"], "No such option"),
+    (["train", "--steps"], "requires an argument"),
+    (["train", "--steps", "ten"], "expects a whole number"),
+    (["roofline", "--bogus-flag"], "No such option"),
+    (["roofline", "--model"], "requires an argument"),
+    (["roofline", "--hardware", "H100"], "Missing option '--model'"),
+    (["roofline", "--model", "llama-2-7b", "--hardware", "H100", "--batch-size", "0"], "must be at least 1"),
+    (["roofline", "--model", "llama-2-7b", "--hardware", "H1000"], "did you mean H100-SXM"),
+    (["roofline", "--model", "llama-2-7bb", "--hardware", "H100"], "did you mean 'llama-2-7b'"),
+    (["report", "--bogus-flag"], "No such option"),
+    (["report", "--out"], "requires an argument"),
+    (["dashboard", "--bogus-flag"], "No such option"),
+    (["dashboard", "--port", "http"], "expects a whole number"),
+    (["dashboard", "--port", "0"], "must be at least 1"),
+    (["models", "--bogus-flag"], "No such option"),
+    (["models", "path"], "Missing argument"),
+    (["models", "path", "x", "--format"], "requires an argument"),
+    (["import", "llm-inference-bench"], "Missing argument"),
+    (["import", "llm-inference-bench", "--bogus-flag", "d"], "No such option"),
+]
+
+
+def _call(argv, capsys):
+    try:
+        main(argv)
+        code = 0
+    except SystemExit as e:
+        code = e.code or 0
+    cap = capsys.readouterr()
+    return code, cap.out + cap.err
+
+
+@pytest.mark.parametrize("argv,phrase", MISTAKES, ids=[" ".join(a) or "(none)" for a, _ in MISTAKES])
+def test_every_usage_mistake_is_one_message_and_exit_2(argv, phrase, capsys):
+    code, text = _call(argv, capsys)
+    assert code == 2, text
+    assert phrase in text, text
+    assert "Traceback" not in text
+    if phrase != "Usage:":  # help is long on purpose; a mistake is a line or two
+        assert len(text.strip().splitlines()) <= 3, text
+
+
+def test_every_command_is_covered():
+    from llmbench.cli import app
+
+    names = {c.name for c in app.registered_commands} | {g.name for g in app.registered_groups}
+    tried = {argv[0] for argv, _ in MISTAKES if argv}
+    assert names <= tried, names - tried
+
+
+def test_version(capsys):
+    import llmbench
+
+    code, text = _call(["--version"], capsys)
+    assert code == 0 and text.strip() == f"llmbench {llmbench.__version__}"
+
+
+@pytest.mark.parametrize("command", ["run", "train", "report", "dashboard", "roofline", "serve"])
+def test_help_shows_flags_as_flags(command, capsys):
+    code, text = _call([command, "--help"], capsys)
+    assert code == 0 and "--help" in text
+    assert "<bool>" not in text  # typer's rich help labelled every flag as taking a bool
+
+
+def test_run_help_shows_the_defaults(capsys):
+    _, text = _call(["run", "--help"], capsys)
+    text = " ".join(text.split())
+    for flag, default in (("--batch-size", "(1,4)"), ("--input-len", "(32)"), ("--output-len", "(32)"),
+                          ("--repeats", "(3)"), ("--device", "(auto)")):
+        assert default in text.split(flag, 1)[1].split("--", 1)[0], (flag, default)
+    assert "--resume / --no-resume" in text
+
+
+@pytest.mark.parametrize("argv,phrase", [(["runn"], "Did you mean 'run'"),
+                                         (["run", "--batch-size"], "requires an argument"),
+                                         ([], "Usage:")])
+def test_the_process_itself(argv, phrase):
+    env = {**os.environ, "COLUMNS": "120"}
+    r = subprocess.run([sys.executable, "-m", "llmbench", *argv], capture_output=True, text=True,
+                       env=env, timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert phrase in r.stdout + r.stderr and "Traceback" not in r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("exc", [KeyboardInterrupt, "abort", "exit130"])
+def test_interrupts_end_with_130_and_one_line(monkeypatch, capsys, exc):
+    """Every except clause of main() must itself be valid against the installed typer (a
+    clause naming a class typer's click lacks once turned Ctrl-C into a traceback)."""
+    import typer
+
+    import llmbench.cli as cli
+
+    def fake_app(**kw):
+        if exc == "abort":
+            raise typer.Abort()
+        if exc == "exit130":
+            return 130  # what typer returns for a Ctrl-C it caught itself
+        raise exc()
+
+    monkeypatch.setattr(cli, "app", fake_app)
+    code, text = _call([], capsys)
+    assert code == 130 and text.strip() == "llmbench: interrupted"
