@@ -147,8 +147,13 @@ def test_cli_models_path_gguf_type(capsys):
         main(["models", "path", "tiny-llama", "--format", "gguf", "--gguf-type", "q5"])
     assert e.value.code == 2 and "--gguf-type" in capsys.readouterr().err
     main(["models", "path", "tiny-mistral", "--format", "gguf"])
-    printed = capsys.readouterr().out.strip()
+    first = capsys.readouterr()
+    printed = first.out.strip()
     assert printed.endswith("tiny-mistral-random-v1-f16.gguf") and gguf.GGUFReader(printed).tensors
+    assert "writing tiny-mistral-random-v1-f16.gguf" in first.err
+    main(["models", "path", "tiny-mistral", "--format", "gguf"])   # cached: path only, no notice
+    again = capsys.readouterr()
+    assert again.out.strip() == printed and again.err == ""
 
 
 def _greedy_8(path):

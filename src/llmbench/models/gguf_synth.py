@@ -51,9 +51,7 @@ def synthetic_gguf(arch: ModelArch, gguf_type: str = "f16") -> Path:
     if gguf_type not in GGUF_TYPES:
         raise ModelError([("gguf_type", f"{gguf_type!r} is not one of {', '.join(GGUF_TYPES)}")])
     _check_supported(arch)
-    from llmbench.models.sources import cache_dir
-
-    target = cache_dir() / "models" / f"{arch.name}-random-v{WRITER_VERSION}-{gguf_type}.gguf"
+    target = cached_path(arch, gguf_type)
     if target.is_file():
         return target
     if gguf_type == "f16":
@@ -62,6 +60,13 @@ def synthetic_gguf(arch: ModelArch, gguf_type: str = "f16") -> Path:
         source = synthetic_gguf(arch, "f16")
         _atomic_file(target, source.stat().st_size, lambda tmp: quantize(source, tmp, gguf_type))
     return target
+
+
+def cached_path(arch: ModelArch, gguf_type: str) -> Path:
+    """Where the file lives (present or not)."""
+    from llmbench.models.sources import cache_dir
+
+    return cache_dir() / "models" / f"{arch.name}-random-v{WRITER_VERSION}-{gguf_type}.gguf"
 
 
 def gguf_unsupported(arch: ModelArch) -> str | None:
