@@ -39,5 +39,6 @@ def test_synthetic_hf_dir_has_config(tmp_path, monkeypatch):
     p = model_path("llama-3-8b", "hf")
     cfg = json.loads((p / "config.json").read_text())
     assert cfg["num_key_value_heads"] == 8 and cfg["vocab_size"] == 128256
+    # An HF directory has no GGUF form (a catalog model does: tests/models/test_gguf_synth.py).
     with pytest.raises(ModelError, match="no GGUF"):
-        model_path("llama-3-8b", "gguf")
+        model_path(str(p), "gguf")

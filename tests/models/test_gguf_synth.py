@@ -43,7 +43,8 @@ def field(reader, key):
 
 def test_f16_metadata_reads_back():
     path = model_path("tiny-qwen2", "gguf")
-    assert path.name == f"tiny-qwen2-random-v{gguf_synth.WRITER_VERSION}-f16.gguf"
+    assert path == gguf_synth.cached_path(CATALOG["tiny-qwen2"], "f16")
+    assert path.name.startswith("tiny-qwen2-random-") and path.name.endswith("-f16.gguf")
     r = gguf.GGUFReader(path)
     assert field(r, "general.architecture") == "qwen2"
     assert field(r, "qwen2.block_count") == 2
@@ -111,6 +112,13 @@ def test_file_mode_follows_the_umask():
     assert path.stat().st_mode & 0o777 == 0o644
 
 
+def test_a_changed_architecture_gets_a_new_file(monkeypatch):
+    first = model_path("tiny-llama", "gguf")
+    monkeypatch.setitem(CATALOG, "tiny-llama", CATALOG["tiny-llama"].model_copy(update={"vocab": 384}))
+    second = model_path("tiny-llama", "gguf")
+    assert second != first and len(gguf.GGUFReader(second).fields["tokenizer.ggml.tokens"].data) == 384
+
+
 def test_failed_write_leaves_nothing_under_the_final_name(monkeypatch, tmp_path):
     def broken(arch, path, seed=0):
         path.write_bytes(b"GGUF half")
@@ -147,8 +155,14 @@ def test_cli_models_path_gguf_type(capsys):
         main(["models", "path", "tiny-llama", "--format", "gguf", "--gguf-type", "q5"])
     assert e.value.code == 2 and "--gguf-type" in capsys.readouterr().err
     main(["models", "path", "tiny-mistral", "--format", "gguf"])
-    printed = capsys.readouterr().out.strip()
-    assert printed.endswith("tiny-mistral-random-v1-f16.gguf") and gguf.GGUFReader(printed).tensors
+    first = capsys.readouterr()
+    printed = first.out.strip()
+    name = gguf_synth.cached_path(CATALOG["tiny-mistral"], "f16").name
+    assert printed.endswith(name) and gguf.GGUFReader(printed).tensors
+    assert f"writing {name}" in first.err
+    main(["models", "path", "tiny-mistral", "--format", "gguf"])   # cached: path only, no notice
+    again = capsys.readouterr()
+    assert again.out.strip() == printed and again.err == ""
 
 
 def _greedy_8(path):

@@ -3,7 +3,7 @@ from __future__ import annotations
 import typer
 from rich.table import Table
 
-from llmbench.cli.common import out
+from llmbench.cli.common import console, out
 
 models_app = typer.Typer(help="The model catalog, and model files prepared for each engine.",
                          no_args_is_help=False, invoke_without_command=True)
@@ -47,4 +47,20 @@ def path(name: str, format: str = typer.Option("gguf", "--format", help="gguf | 
         raise SpecError([("--format", f"{format!r} is not one of gguf, hf")])
     if gguf_type is not None and gguf_type not in GGUF_TYPES:
         raise SpecError([("--gguf-type", f"{gguf_type!r} is not one of {', '.join(GGUF_TYPES)}")])
+    _say_if_writing(name, format, gguf_type)
     print(model_path(name, format, gguf_type=gguf_type))
+
+
+def _say_if_writing(name: str, format: str, gguf_type: str | None) -> None:
+    """A random-weight GGUF of a large model takes a while (disk speed): say so on stderr."""
+    from llmbench.models.gguf_synth import cached_path
+    from llmbench.models.sources import resolve
+
+    ref = resolve(name)
+    if format != "gguf" or ref.source != "synthetic":
+        return
+    path = cached_path(ref.arch, gguf_type or "f16")
+    if not path.is_file():
+        how = "quantising with llama.cpp" if gguf_type not in (None, "f16") else "writing"
+        console.print(f"{how} {path.name} (random weights, {ref.arch.param_count() / 1e9:.2f}B "
+                  "parameters) ...")

@@ -18,6 +18,7 @@ interrupted writer never leaves a half file under the final name) and reused whe
 from __future__ import annotations
 
 import ctypes
+import hashlib
 import os
 import secrets
 import shutil
@@ -33,7 +34,7 @@ GgufType = Literal["f16", "q8_0", "q4_0"]
 GGUF_TYPES: tuple[str, ...] = get_args(GgufType)
 # llama.cpp's llama_ftype values (gguf.LlamaFileType) for the types made by its quantiser.
 _FTYPE = {"f16": 1, "q8_0": 7, "q4_0": 2}
-# Bump when the written content changes: old cached files then stop being reused.
+# Bump when the written content changes: old cached files then stop being reused (cached_path).
 WRITER_VERSION = 1
 # llama.cpp architecture names per catalog family. Mistral and Mixtral are "llama" in GGUF (as
 # llama.cpp's converter writes them); the other families have no cheap llama.cpp equivalent here.
@@ -51,9 +52,7 @@ def synthetic_gguf(arch: ModelArch, gguf_type: str = "f16") -> Path:
     if gguf_type not in GGUF_TYPES:
         raise ModelError([("gguf_type", f"{gguf_type!r} is not one of {', '.join(GGUF_TYPES)}")])
     _check_supported(arch)
-    from llmbench.models.sources import cache_dir
-
-    target = cache_dir() / "models" / f"{arch.name}-random-v{WRITER_VERSION}-{gguf_type}.gguf"
+    target = cached_path(arch, gguf_type)
     if target.is_file():
         return target
     if gguf_type == "f16":
@@ -62,6 +61,15 @@ def synthetic_gguf(arch: ModelArch, gguf_type: str = "f16") -> Path:
         source = synthetic_gguf(arch, "f16")
         _atomic_file(target, source.stat().st_size, lambda tmp: quantize(source, tmp, gguf_type))
     return target
+
+
+def cached_path(arch: ModelArch, gguf_type: str) -> Path:
+    """Where the file lives (present or not). The name carries a digest of the architecture
+    and the writer version: a corrected catalog entry or writer never reuses a stale file."""
+    from llmbench.models.sources import cache_dir
+
+    digest = hashlib.sha256(f"{WRITER_VERSION} {arch.model_dump_json()}".encode()).hexdigest()[:8]
+    return cache_dir() / "models" / f"{arch.name}-random-{digest}-{gguf_type}.gguf"
 
 
 def gguf_unsupported(arch: ModelArch) -> str | None:
