@@ -92,8 +92,8 @@ def main() -> None:
     print(f"\nllama.cpp {rec['backend']['version']} ({theirs['tg128'].get('backends')}, "
           f"build {theirs['tg128'].get('build_commit')}), {a.model} -> {gguf}")
     print(f"llmbench options in force: n_gpu_layers={opts.get('n_gpu_layers')} "
-          f"layers_offloaded={opts.get('layers_offloaded')}/{opts.get('layers_total')} "
-          f"ggml_backends={opts.get('ggml_backends')} flash_attn={opts.get('flash_attn')}")
+          f"layers_offloaded={opts.get('layers_offloaded')}/{opts.get('layers_offloadable')} "
+          f"ggml_backend={opts.get('ggml_backend')} flash_attn={opts.get('flash_attn')}")
     for name, (ours, bench) in rows.items():
         print(f"  {name}: llmbench {ours:8.1f} tok/s   llama-bench {bench:8.1f} tok/s   "
               f"ratio {ours / bench:.3f}")

@@ -74,6 +74,20 @@ def vllm_bench_serve(url: str, served: str, tokenizer: str, a, c: int, out: Path
             "tpot_median_ms": r["median_tpot_ms"], "completed": r["completed"]}
 
 
+def report(a, version: str, rows: list[dict], results: Path) -> None:
+    print(f"\n{a.model} on vLLM {version} ({a.device}), in {a.input_len} / out {a.output_len}, "
+          "closed loop; llmbench | vllm bench serve | ratio")
+    keys = ("output_tok_s", "ttft_median_ms", "ttft_mean_ms", "itl_mean_ms", "tpot_median_ms", "completed")
+    for row in rows:
+        print(f" concurrency {row['concurrency']} ({row['requests']} requests)")
+        for k in keys:
+            o, t = row["llmbench"].get(k), row["vllm_bench_serve"].get(k)
+            ratio = f"{o / t:.3f}" if o and t else "-"
+            fmt = lambda v: "-" if v is None else f"{v:10.2f}"  # noqa: E731
+            print(f"   {k:16} {fmt(o)} | {fmt(t)} | {ratio}")
+    (results / "serve-crosscheck.json").write_text(json.dumps(rows, indent=1))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--model", default="llama-3-8b")
@@ -107,6 +121,7 @@ def main() -> None:
             ours = llmbench_serve(srv.url, a, c, results)
             theirs = vllm_bench_serve(srv.url, served, tokenizer, a, c, results)
             rows.append({"concurrency": c, "requests": n_prompts(c), "llmbench": ours, "vllm_bench_serve": theirs})
+        report(a, srv.version, rows, results)  # before the optional runs below: kept if they are cut short
         common = [sys.executable, "-m", "llmbench", "serve", srv.url, "--model", a.model, "--device", a.device,
                   "--results", str(results)]
         if a.trace:
@@ -118,17 +133,6 @@ def main() -> None:
                    "--input-len", str(a.capacity_input_len), "--output-len", str(a.output_len)]
             print("$", " ".join(cmd), flush=True)
             subprocess.run(cmd, check=False)
-    print(f"\n{a.model} on vLLM {srv.version} ({a.device}), in {a.input_len} / out {a.output_len}, "
-          "closed loop; llmbench | vllm bench serve | ratio")
-    keys = ("output_tok_s", "ttft_median_ms", "ttft_mean_ms", "itl_mean_ms", "tpot_median_ms", "completed")
-    for row in rows:
-        print(f" concurrency {row['concurrency']} ({row['requests']} requests)")
-        for k in keys:
-            o, t = row["llmbench"].get(k), row["vllm_bench_serve"].get(k)
-            ratio = f"{o / t:.3f}" if o and t else "-"
-            fmt = lambda v: "-" if v is None else f"{v:10.2f}"  # noqa: E731
-            print(f"   {k:16} {fmt(o)} | {fmt(t)} | {ratio}")
-    (results / "serve-crosscheck.json").write_text(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":

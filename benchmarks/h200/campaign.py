@@ -8,7 +8,7 @@ set up by `benchmarks/h200/setup.sh` (docs/gpu-campaign.md has the whole recipe)
 
     python3 benchmarks/h200/campaign.py PART [PART ...] --out DIR [--budget-s 540] [--dry-run]
 
-PART: vllm | llamacpp | serve | gpu-tests | transformers | list. Steps run in priority order;
+PART: vllm | llamacpp | llamacpp-long | serve | gpu-tests | transformers | list. Steps run in priority order;
 one that would start past the budget, or whose engine is missing, is skipped and written with its
 reason to DIR/skipped-PART.txt, never silently dropped. Records land in DIR/records-PART.tgz.
 """
@@ -62,7 +62,7 @@ def plan(part: str, results: str) -> list[Step]:
         ]
     if part == "llamacpp":
         fa = ["-B", "llamacpp.flash_attn=true"]
-        both, f16 = ["-B", "llamacpp.gguf_type=f16,q4_0"], ["-B", "llamacpp.gguf_type=f16"]
+        both = ["-B", "llamacpp.gguf_type=f16,q4_0"]
         return [
             ("GGUF files: random-weight F16, then Q4_0 by llama.cpp's quantiser",
              [sys.executable, "-m", "llmbench", "models", "path", MODEL, "--format", "gguf",
@@ -78,6 +78,10 @@ def plan(part: str, results: str) -> list[Step]:
              llmbench_run("--backend", "llamacpp", "--batch-size", "1", "--input-len", "2048",
                           "--output-len", "2048", "--warmups", "0", "--repeats", "2", *fa, *both, *R),
              80, "llama_cpp"),
+        ]
+    if part == "llamacpp-long":
+        fa, f16 = ["-B", "llamacpp.flash_attn=true"], ["-B", "llamacpp.gguf_type=f16"]
+        return [
             ("llama.cpp F16, in/out 2048, batch 16, 32, 64",
              llmbench_run("--backend", "llamacpp", "--batch-size", "16,32,64", "--input-len", "2048",
                           "--output-len", "2048", "--warmups", "0", "--repeats", "1", *fa, *f16, *R),
@@ -110,7 +114,7 @@ def plan(part: str, results: str) -> list[Step]:
     raise SystemExit(f"unknown part {part!r}")
 
 
-PARTS = ("vllm", "llamacpp", "serve", "gpu-tests", "transformers")
+PARTS = ("vllm", "llamacpp", "llamacpp-long", "serve", "gpu-tests", "transformers")
 
 
 def have(module: str) -> bool:

@@ -117,6 +117,7 @@ class _Worker:
                 proc = subprocess.Popen(
                     [sys.executable, "-m", "llmbench.launch.worker", str(job), str(w)],
                     stdin=subprocess.DEVNULL, stdout=log, stderr=log, pass_fds=(w,),
+                    env={**os.environ, "LLMBENCH_WORKER_ENGINE": self.points[0].backend},
                     start_new_session=True)  # its own process group: engine children die with it
             finally:
                 os.close(w)
