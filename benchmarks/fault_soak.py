@@ -40,9 +40,11 @@ EXPECT = {"segv": "worker killed by signal 11 (SIGSEGV)", "abort": "worker kille
           "hang": "timed out after", "oom": "out of memory: OutOfMemoryError",
           "raise": "RuntimeError: fault injected",
           "killgen": "worker killed by signal 9 (SIGKILL)", "killwrite": "worker killed by signal 9 (SIGKILL)"}
-MIX = ["segv", "segv", "segv", "segv", "segv", "segv", "abort", "abort", "abort", "kill", "kill", "kill",
-       "exit", "exit", "hang", "hang", "hang", "hang", "oom", "oom", "oom", "oom", "raise", "raise",
-       "killgen", "killgen", "killwrite", "killwrite"]
+# how many of each kind a full soak injects; interleaved so that a short soak (--faults 9)
+# still injects one of every kind
+COUNTS = {"segv": 6, "abort": 3, "kill": 3, "exit": 2, "hang": 4, "oom": 4, "raise": 2,
+          "killgen": 2, "killwrite": 2}
+MIX = [k for i in range(max(COUNTS.values())) for k, n in COUNTS.items() if i < n]
 
 
 def main() -> int:
