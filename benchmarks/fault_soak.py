@@ -20,6 +20,8 @@ engine itself is real and loaded when the fault strikes.
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
 import os
 import random
@@ -137,7 +139,7 @@ def corrupt_check(results: Path) -> bool:
     victim = paths[len(paths) // 2]
     victim.write_bytes(victim.read_bytes()[:200])
     r = llmbench("results", "--results", str(results), "--format", "csv")
-    rows = max(0, len(r.stdout.strip().splitlines()) - 1)
+    rows = max(0, len(list(csv.reader(io.StringIO(r.stdout)))) - 1)  # error cells span lines
     ok = r.returncode == 0 and str(victim) in r.stderr and rows == len(paths) - 1
     print(f"corrupt record: results exit {r.returncode}, {rows}/{len(paths) - 1} other records listed, "
           f"warning names the file: {str(victim) in r.stderr} -> {'ok' if ok else 'FAILED'}")
