@@ -20,6 +20,8 @@ engine itself is real and loaded when the fault strikes.
 from __future__ import annotations
 
 import argparse
+import csv
+import io
 import json
 import os
 import random
@@ -40,9 +42,11 @@ EXPECT = {"segv": "worker killed by signal 11 (SIGSEGV)", "abort": "worker kille
           "hang": "timed out after", "oom": "out of memory: OutOfMemoryError",
           "raise": "RuntimeError: fault injected",
           "killgen": "worker killed by signal 9 (SIGKILL)", "killwrite": "worker killed by signal 9 (SIGKILL)"}
-MIX = ["segv", "segv", "segv", "segv", "segv", "segv", "abort", "abort", "abort", "kill", "kill", "kill",
-       "exit", "exit", "hang", "hang", "hang", "hang", "oom", "oom", "oom", "oom", "raise", "raise",
-       "killgen", "killgen", "killwrite", "killwrite"]
+# how many of each kind a full soak injects; interleaved so that a short soak (--faults 9)
+# still injects one of every kind
+COUNTS = {"segv": 6, "abort": 3, "kill": 3, "exit": 2, "hang": 4, "oom": 4, "raise": 2,
+          "killgen": 2, "killwrite": 2}
+MIX = [k for i in range(max(COUNTS.values())) for k, n in COUNTS.items() if i < n]
 
 
 def main() -> int:
@@ -135,7 +139,7 @@ def corrupt_check(results: Path) -> bool:
     victim = paths[len(paths) // 2]
     victim.write_bytes(victim.read_bytes()[:200])
     r = llmbench("results", "--results", str(results), "--format", "csv")
-    rows = max(0, len(r.stdout.strip().splitlines()) - 1)
+    rows = max(0, len(list(csv.reader(io.StringIO(r.stdout)))) - 1)  # error cells span lines
     ok = r.returncode == 0 and str(victim) in r.stderr and rows == len(paths) - 1
     print(f"corrupt record: results exit {r.returncode}, {rows}/{len(paths) - 1} other records listed, "
           f"warning names the file: {str(victim) in r.stderr} -> {'ok' if ok else 'FAILED'}")
