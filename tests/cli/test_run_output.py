@@ -61,7 +61,7 @@ def test_summary_of_a_resumed_sweep_covers_the_earlier_points(tmp_path, capsys):
     runcli.summary(res)
     cap = capsys.readouterr()
     assert cap.out.count("llamacpp") == 2 and "ok (earlier)" in cap.out
-    assert "1 point(s) were stored by an earlier invocation" in cap.err
+    assert "skipped 1 point(s) already stored (--resume)" in cap.err
 
 
 def test_records_honour_the_umask(tmp_path):

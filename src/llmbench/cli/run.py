@@ -289,8 +289,8 @@ def summary(result) -> None:
         console.print(f"[red]failed[/] {r.backend.name} {r.model.name} {shape(r.workload)}: "
                       f"{(r.error or '').splitlines()[0] if r.error else ''}", highlight=False)
     if result.skipped:
-        console.print(f"{result.skipped} point(s) were stored by an earlier invocation (--resume); "
-                      "marked 'earlier'")
+        console.print(f"skipped {result.skipped} point(s) already stored (--resume); the summary "
+                      "marks them 'earlier'")
     out.print(f"results: {result.results_dir.resolve()} (run {result.run_id}); "
               f"query with: llmbench results --results {result.results_dir}")
 
