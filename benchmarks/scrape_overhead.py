@@ -11,6 +11,10 @@ the load are not, as they cannot disturb a token's timestamp) is compared. Print
 per token for each mode and the ratio with/without.
 
     .venv/bin/python benchmarks/scrape_overhead.py [--streams 64] [--tokens 1000] [--repeats 5] [--interval 1 0.1]
+
+Measured 2026-12-01 on the 2-core CI machine (load average 9-14), defaults: without scraping
+9.15 us/token; every 1 s 9.21 us/token, ratio 1.006 (1.013 from the scraper's thread time,
+1.52 ms per scrape); every 0.1 s ratio 1.30 (1.15 from parts).
 """
 
 from __future__ import annotations
