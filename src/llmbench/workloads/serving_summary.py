@@ -133,6 +133,15 @@ def server_view(sm: dict, metrics: dict, serving: dict, notes: list[str]) -> Non
     if not sm["available"]:
         notes.append(f"no server metrics: {sm['reason']}")
         return
+    # The server's own latency histograms beside the client's percentiles (bucket-interpolated:
+    # only as fine as the server's bucket edges; see docs/serving.md for why they differ).
+    from llmbench.store.record import MetricStats
+
+    for name, h in sm.get("histograms", {}).items():
+        if h["count"]:
+            metrics[f"server_{name}"] = MetricStats(
+                unit="s", n=int(h["count"]), mean=h["mean_s"], median=h["p50_s"], p50=h["p50_s"],
+                p90=h["p90_s"], p99=h["p99_s"], source="server histogram")
     if sm.get("prefix_cache_hit_rate") is not None:
         metrics["prefix_cache_hit_rate"] = summarize([sm["prefix_cache_hit_rate"]], "fraction",
                                                      keep_samples=False)
