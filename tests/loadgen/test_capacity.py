@@ -83,4 +83,6 @@ def test_a_point_clearly_over_stops_early_and_cancels_what_is_in_flight():
     assert w.stop_reason == "over"
     assert w.misses == 5 and len(res.sent) >= 5 and w.cancelled > 0
     assert len(res.sent) + w.cancelled < 40
+    # what was sent either answered or was cancelled, nothing twice
+    assert len(res.sent) + w.cancelled == len(w._t)
     assert res.t_end - res.t_start < 1.5                   # not the 2 s the whole point takes

@@ -138,3 +138,20 @@ def test_a_server_without_metrics_is_said_so():
     summ = sc.summary(0.0)
     assert summ == {"available": False, "endpoint": "/metrics",
                     "reason": "GET /metrics answered HTTP 404 (this server exposes no Prometheus metrics)"}
+
+
+def test_server_histograms_stand_beside_the_clients_metrics():
+    from llmbench.workloads.serving_summary import server_view
+
+    h1 = extract(prometheus.parse_small(VLLM), "vllm").hist["ttft_s"]
+    empty = {"0.01": 0.0, "0.1": 0.0, "+Inf": 0.0, "sum": 0.0, "count": 0.0}
+    sm = {"available": True, "counters": {"generation_tokens": 5.0}, "prefix_cache_hit_rate": 0.25,
+          "histograms": {"ttft_s": histogram_delta(empty, h1), "itl_s": histogram_delta(h1, h1)}}
+    metrics, serving, notes = {}, {"output_tokens": 5}, []
+    server_view(sm, metrics, serving, notes)
+    assert metrics["server_ttft_s"].n == 8 and metrics["server_ttft_s"].mean == pytest.approx(0.05)
+    assert metrics["server_ttft_s"].p50 == pytest.approx(0.055)
+    assert "server_itl_s" not in metrics                     # nothing observed: no numbers
+    assert metrics["prefix_cache_hit_rate"].mean == 0.25 and not notes
+    server_view({**sm, "counters": {"generation_tokens": 7.0}}, {}, serving, notes)
+    assert notes and "counted 7 generated tokens" in notes[0]

@@ -192,3 +192,33 @@ def test_prefix_groups_share_within_a_group_only():
     one = synthetic_prompts(tok, 4, LengthDist(a=40), LengthDist(a=8), 0.5, seed=3)
     two = synthetic_prompts(tok, 4, LengthDist(a=40), LengthDist(a=8), 0.5, seed=3, groups=1)
     assert one == two                                           # one group: as before
+
+
+def test_energy_per_output_token_and_per_token_under_load():
+    from fault_server import FaultServer
+
+    from llmbench.loadgen.client import RequestSpec, encode_request, interpret
+    from llmbench.loadgen.http import Endpoint
+    from llmbench.loadgen.run import run_load, run_sync
+    from llmbench.loadgen.schedule import Schedule
+    from llmbench.workloads.serving_summary import summarize_point
+
+    spec = RequestSpec("hello", 5, 8)
+
+    class Tok:
+        source = "test"
+
+        def count(self, text):
+            return len(text)
+
+    with FaultServer(["ok"]) as s:
+        ep = Endpoint.parse(s.url)
+        reqs = [encode_request(ep, spec, "m", "completions")] * 4
+        res = run_sync(run_load(ep, reqs, Schedule(concurrency=2, num_prompts=4)))
+    outs = [interpret(x.resp, x.t_sched, spec, len) for x in res.sent]
+    metrics, serving, _ = summarize_point(outs, res, ServeConfig(), Tok(), 12.0)
+    assert serving["output_tokens"] == 32 and serving["prompt_tokens"] == 4 * 5
+    assert metrics["energy_per_output_token_j"].mean == pytest.approx(12.0 / 32)
+    assert metrics["energy_per_token_j"].mean == pytest.approx(12.0 / 52)
+    metrics, _, _ = summarize_point(outs, res, ServeConfig(), Tok(), None)
+    assert "energy_per_output_token_j" not in metrics             # no meter, no number

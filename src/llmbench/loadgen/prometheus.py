@@ -1,8 +1,11 @@
 """Prometheus text exposition format -> samples `(name, labels, value)`.
 
-prometheus_client's parser is used when it is installed (vLLM pulls it in); otherwise a small
-parser that reads what engine servers write: `name{label="v",...} value [timestamp]` lines,
-`#` comments, escaped quotes in label values, `+Inf`/`NaN`.
+`parse_small` reads what engine servers write: `name{label="v",...} value [timestamp]` lines,
+`#` comments, escaped quotes in label values, `+Inf`/`NaN`. It is what the scraper uses: on a
+vLLM-sized page (25 KiB) it costs ~1 ms of CPU where prometheus_client's parser costs ~7 ms
+(measured on the 2-core CI machine), and scraping must not take CPU from the client. The
+tests check that both give the same samples; `parse` uses prometheus_client when installed (and
+falls back to the small parser where its stricter reading refuses a page).
 """
 
 from __future__ import annotations
@@ -28,11 +31,13 @@ def parse(text: str) -> list[Sample]:
         return parse_small(text)
 
 
-def parse_small(text: str) -> list[Sample]:
+def parse_small(text: str, keep: tuple[str, ...] | None = None) -> list[Sample]:
+    """`keep`: only samples whose name starts with one of these (the rest of the page is
+    skipped before any regular expression runs: most of an engine's page is not needed)."""
     out: list[Sample] = []
     for line in text.splitlines():
         line = line.strip()
-        if not line or line.startswith("#"):
+        if not line or line.startswith("#") or (keep is not None and not line.startswith(keep)):
             continue
         m = _LINE.match(line)
         if not m:

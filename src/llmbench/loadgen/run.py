@@ -133,7 +133,7 @@ async def _open(pool: Pool, requests, schedule: Schedule, t0: float, timeout_s, 
     if watch is None:
         await asyncio.gather(*tasks)
         return
-    pending = set(tasks)
+    pending = {t for t in tasks if not t.done()}
     while pending and not watch.stop_reason:
         _, pending = await asyncio.wait(pending, timeout=0.05)
     for t in pending:

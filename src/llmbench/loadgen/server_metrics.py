@@ -17,13 +17,13 @@ own server has none) gives `available: false` and the reason.
 
 from __future__ import annotations
 
+import http.client
 import threading
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
-from llmbench.loadgen.prometheus import Sample, parse
+from llmbench.loadgen.prometheus import Sample, parse_small
 
 # canonical name -> {server: [metric names, first present wins]}
 COUNTERS: dict[str, dict[str, list[str]]] = {
@@ -59,6 +59,12 @@ HISTOGRAMS: dict[str, dict[str, list[str]]] = {
     "queue_s": {"vllm": ["vllm:request_queue_time_seconds"], "tgi": ["tgi_request_queue_duration"]},
 }
 _PREFIXES = {"vllm": "vllm:", "sglang": "sglang:", "llamacpp": "llamacpp:", "tgi": "tgi_"}
+
+
+def wanted(server: str) -> tuple[str, ...]:
+    """The metric names (as prefixes: histograms add _bucket/_sum/_count) read for a server."""
+    return tuple(m for table in (COUNTERS, GAUGES, HISTOGRAMS) for by_server in table.values()
+                 for m in by_server.get(server, []))
 
 
 def detect_server(samples: list[Sample]) -> str | None:
@@ -133,7 +139,11 @@ class Scraper:
     def __init__(self, url: str, interval_s: float = 1.0, api_key: str | None = None,
                  timeout_s: float = 5.0):
         self.url, self.interval_s, self.timeout_s = f"{url}/metrics", interval_s, timeout_s
+        u = urlsplit(self.url)
+        self._tls, self._host, self._port, self._path = u.scheme == "https", u.hostname, u.port, u.path
         self._headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._conn: http.client.HTTPConnection | None = None   # kept alive between scrapes
+        self._keep: tuple[str, ...] | None = None
         self.server: str | None = None
         self.reason: str | None = None
         self.scrapes: list[Scrape] = []
@@ -142,16 +152,32 @@ class Scraper:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    def _get(self) -> tuple[int, bytes]:
+        # One kept-alive connection: a new one per scrape (urllib) cost several ms of CPU.
+        for attempt in (0, 1):
+            if self._conn is None:
+                cls = http.client.HTTPSConnection if self._tls else http.client.HTTPConnection
+                self._conn = cls(self._host, self._port, timeout=self.timeout_s)
+            try:
+                self._conn.request("GET", self._path, headers=self._headers)
+                r = self._conn.getresponse()
+                return r.status, r.read()
+            except (http.client.HTTPException, OSError):
+                self._conn.close()
+                self._conn = None
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
     def _fetch(self) -> list[Sample] | None:
         c0 = time.thread_time()
         try:
-            req = urllib.request.Request(self.url, headers=self._headers)
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as r:
-                text = r.read().decode("utf-8", "replace")
-            return parse(text)
-        except urllib.error.HTTPError as e:
-            self.reason = f"GET /metrics answered HTTP {e.code} (this server exposes no Prometheus metrics)"
-        except (OSError, ValueError) as e:
+            status, body = self._get()
+            if status != 200:
+                self.reason = f"GET /metrics answered HTTP {status} (this server exposes no Prometheus metrics)"
+                return None
+            return parse_small(body.decode("utf-8", "replace"), self._keep)
+        except (OSError, ValueError, http.client.HTTPException) as e:
             self.reason = f"GET /metrics failed: {e}"
         finally:
             self.cpu_s += time.thread_time() - c0
@@ -183,6 +209,7 @@ class Scraper:
             self.reason = "GET /metrics answered, but with no metric names llmbench knows " \
                           "(vLLM, SGLang, llama.cpp llama-server, TGI)"
             return
+        self._keep = wanted(self.server)
         self.scrapes.append(extract(samples, self.server))
         self._thread = threading.Thread(target=self._loop, name="llmbench-metrics", daemon=True)
         self._thread.start()
@@ -197,8 +224,14 @@ class Scraper:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(self.timeout_s + 1)
-        if not self.available:
-            return
+        try:
+            if self.available:
+                self._settle(settle_s)
+        finally:
+            if self._conn is not None:
+                self._conn.close()
+
+    def _settle(self, settle_s: float) -> None:
         deadline = time.perf_counter() + settle_s
         last = self._scrape()
         while last is not None and time.perf_counter() < deadline:

@@ -106,7 +106,22 @@ def summarize_point(outcomes: list[Outcome], res: LoadResult, cfg: ServeConfig, 
                    "cpu_util": sc.cpu_util, "loop_lag_p99_s": sc.lag_p99_s(),
                    "bottleneck": bool(sc.warnings()), "connections_opened": res.connections_opened},
     }
+    energy_per_token(energy_j, serving["output_tokens"], serving["prompt_tokens"], metrics)
     return metrics, serving, notes
+
+
+def energy_per_token(energy_j: float | None, out_tokens: int, prompt_tokens: int,
+                     metrics: dict) -> None:
+    """Joules per output token and per token (prompt + output) under this load, over the whole
+    point (the meter's window), where the server's hardware is metered here."""
+    from llmbench.measure.stats import summarize
+
+    if energy_j is None or not out_tokens:
+        return
+    metrics["energy_per_output_token_j"] = summarize([energy_j / out_tokens], "J/tok",
+                                                     keep_samples=False)
+    metrics["energy_per_token_j"] = summarize([energy_j / (out_tokens + prompt_tokens)], "J/tok",
+                                              keep_samples=False)
 
 
 def server_view(sm: dict, metrics: dict, serving: dict, notes: list[str]) -> None:
@@ -118,6 +133,15 @@ def server_view(sm: dict, metrics: dict, serving: dict, notes: list[str]) -> Non
     if not sm["available"]:
         notes.append(f"no server metrics: {sm['reason']}")
         return
+    # The server's own latency histograms beside the client's percentiles (bucket-interpolated:
+    # only as fine as the server's bucket edges; see docs/serving.md for why they differ).
+    from llmbench.store.record import MetricStats
+
+    for name, h in sm.get("histograms", {}).items():
+        if h["count"]:
+            metrics[f"server_{name}"] = MetricStats(
+                unit="s", n=int(h["count"]), mean=h["mean_s"], median=h["p50_s"], p50=h["p50_s"],
+                p90=h["p90_s"], p99=h["p99_s"], source="server histogram")
     if sm.get("prefix_cache_hit_rate") is not None:
         metrics["prefix_cache_hit_rate"] = summarize([sm["prefix_cache_hit_rate"]], "fraction",
                                                      keep_samples=False)
