@@ -1,0 +1,50 @@
+"""What the flat columns of a record (store.flatten) mean: configuration or outcome, and which
+of them tell a set of rows apart. Shared by `llmbench results` and the report's tables."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from llmbench.store.store import STATS
+
+# Never a configuration: identity, bookkeeping, outcomes and values derived from others.
+NOT_CONFIG = {"run_id", "created_at", "error", "path", "point_key", "backend_version",
+              "roofline_binding_resource", "model_params", "text", "requests_sent", "seed",
+              "flop_params", "flops_per_token", "tokens_per_step", "steps", "hidden", "heads",
+              "layers", "kv_heads", "opt_torch", "opt_torch_threads", "opt_sampling",
+              "request_rate_label", "source_file", "source_row", "_mtime_ns", "_size",
+              "repeats", "warmups", "warmup", "cooldown", "timeout_s", "num_prompts",
+              "duration_s", "input_len_dist", "output_len_dist", "source", "sources"}
+IDENTITY = ("kind", "status", "backend", "model", "hardware", "hardware_count")
+
+
+def is_metric(c: str, cols: Sequence[str]) -> bool:
+    """`<metric>_<stat>` and roofline columns are outcomes, not configuration."""
+    if c.startswith("roofline_"):
+        return True
+    base, _, stat = c.rpartition("_")
+    if stat in ("low", "high") and base.endswith("_ci95"):
+        base, stat = base[:-len("_ci95")], "mean"
+    return bool(base) and stat in STATS and f"{base}_mean" in cols
+
+
+def config_columns(cols: Sequence[str]) -> list[str]:
+    return [c for c in cols if c not in NOT_CONFIG and not is_metric(c, cols)]
+
+
+def distinguishing(cols: Sequence[str], values: Callable[[str], Sequence[Any]]
+                   ) -> tuple[list[str], dict[str, Any]]:
+    """The configuration columns whose value differs between the rows (identity first, then
+    as the records name them: engine options such as compile, kv_cache or loop included),
+    and the identity values every row shares (for one caption line instead of a column)."""
+    varying, same = [], {}
+    for c in config_columns(cols):
+        v = list(values(c))
+        if len({json.dumps(x, default=str) for x in v}) > 1:
+            varying.append(c)
+        elif v and v[0] is not None and c in IDENTITY:
+            same[c] = v[0]
+    first = [c for c in IDENTITY if c in varying]
+    return first + [c for c in varying if c not in first], same
