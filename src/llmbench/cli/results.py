@@ -12,7 +12,7 @@ from rich.table import Table
 
 from llmbench.cli.common import fmt, out
 from llmbench.errors import SpecError
-from llmbench.store.columns import distinguishing
+from llmbench.store.columns import distinguishing, said_once
 from llmbench.store.store import DEFAULT_RESULTS, Store
 
 # The headline metrics a table shows when a record has them (short headers: a header with
@@ -138,41 +138,19 @@ def fit_columns(show: list[str], must: list[str], cells: dict[str, list[str]], n
 
 def compact_columns(cols: list[str], rows: list[tuple], cells: dict[str, list[str]]
                     ) -> tuple[list[str], dict[str, object], dict[str, str]]:
-    """What the default table shows: the configuration columns that differ between the rows,
-    then the headline metrics any row has, with their headers. Said once: columns equal cell
-    for cell are one column ("in/out"), and fields that only describe the model (a training
-    workload's size, style) go when the model is shown. Identity values shared by every row
-    come back separately, for one caption line."""
+    """What the default table shows: the configuration columns that differ between the rows
+    (each said once: store.columns.said_once), then the headline metrics any row has, with
+    their headers; identity values shared by every row come back separately, for one caption
+    line."""
     def values(c):
         i = cols.index(c)
         return [r[i] for r in rows]
 
     varying, same = distinguishing(cols, values)
     metrics = [c for c in METRIC_COLUMNS if c in cols and any(x is not None for x in values(c))]
-    headers: dict[str, str] = {}
-    show: list[str] = []
-    for c in varying:  # the model first: the fields it explains follow it
-        twin = next((k for k in show if cells[k] == cells[c]), None)
-        if twin is not None:
-            headers[twin] += "/" + _header(c)
-        elif c in MODEL_FIELDS and "model" in show and _follows(cells["model"], cells[c]):
-            continue
-        else:
-            show.append(c)
-            headers[c] = _header(c)
-    for c in metrics:
-        headers[c] = _header(c)
-    return (show or ["run_id"]) + metrics, same, {"run_id": "run id", **headers}
-
-
-# Training workload fields that name the model's family and size, which the model column says.
-MODEL_FIELDS = {"workload", "size", "style", "genslm_ffn", "model_params"}
-
-
-def _follows(by: list[str], vals: list[str]) -> bool:
-    """True when `vals` is one value per value of `by` (it tells no rows apart that `by` does not)."""
-    seen: dict[str, str] = {}
-    return all(seen.setdefault(b, v) == v for b, v in zip(by, vals))
+    show, headers = said_once(varying, cells.__getitem__, _header)
+    headers.update({c: _header(c) for c in metrics}, run_id="run id")
+    return (show or ["run_id"]) + metrics, same, headers
 
 
 def _same_caption(same: dict[str, object]) -> str | None:

@@ -161,7 +161,9 @@ def _empty_text(d: data_mod.Data, sec: str) -> str:
     df = d.df
     rows = df if df.empty or sec in ("best", "side") else df[df["source"] == sec]
     if rows.empty:
-        return "No records of this kind in the store."
+        return "No records of this kind in the store." + (
+            " `llmbench import llm-inference-bench DIR` adds the published data beside yours."
+            if sec == "reference" else "")
     ok = rows[rows["status"] == "ok"]
     if ok.empty:
         return f"None of the {len(rows)} record(s) succeeded; `llmbench results` shows their errors."

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from llmbench.numfmt import fmt
-from llmbench.store.columns import distinguishing
+from llmbench.store.columns import distinguishing, said_once
 
 # (column, header, how to show it) per kind; a metric no record has is left out.
 KIND_METRICS: dict[str, list[tuple[str, str, str]]] = {
@@ -57,9 +57,11 @@ def kind_table(df: pd.DataFrame, kind: str) -> tuple[list[dict[str, str]], str]:
     cols = list(d.columns)
     varying, same = distinguishing([c for c in cols if c not in _FOLDED and not c.startswith("_")],
                                    lambda c: d[c].where(d[c].notna(), None).tolist())
-    keys = ["system", *([c for c in ("model",) if c in varying]),
-            *([c for c in LOAD_FIELDS if kind == "serving" and c in d and d[c].notna().any()]),
-            *[c for c in varying if c != "model" and c not in _SHOWN_ELSEWHERE]]
+    shown, headers = said_once([c for c in varying if c not in _SHOWN_ELSEWHERE],
+                               lambda c: [value_text(v) for v in d[c]],
+                               lambda c: c.replace("_", " "))
+    keys = ["system", *([c for c in LOAD_FIELDS if kind == "serving" and c in d and d[c].notna().any()]),
+            *shown]
     keys = list(dict.fromkeys(keys))
     g = d.assign(**{k: d[k].astype(object).where(d[k].notna(), "–") for k in keys}) \
         .groupby(keys, dropna=False, sort=False)
@@ -71,18 +73,20 @@ def kind_table(df: pd.DataFrame, kind: str) -> tuple[list[dict[str, str]], str]:
     merged = merged.reset_index().sort_values(keys, key=lambda s: s.map(_order), kind="stable")
     rows = []
     for _, r in merged.head(MAX_ROWS).iterrows():
+        # What ran, what it measured, then the settings that tell the rows apart: with many
+        # settings (training) the numbers stay in view.
         row = {"hardware · engine": str(r["system"])}
+        if "model" in shown:
+            row["model"] = value_text(r["model"])
         if kind == "serving":
             row["load"] = load_label(r)
-        for k in keys[1:]:
-            if kind == "serving" and k in LOAD_FIELDS:
-                continue
-            row[k.replace("_", " ")] = value_text(r[k])
         for c, h, how in metrics:
-            v = r[c]
-            row[h] = _show(v, how)
+            row[h] = _show(r[c], how)
             if c == "perplexity_mean" and "_std" in r and not pd.isna(r["_std"]) and r["_std"] > 0:
                 row[h] += f" ± {fmt(float(r['_std']), 2)}"
+        for k in shown:
+            if k != "model":
+                row[headers[k]] = value_text(r[k])
         row["records"] = str(int(r["records"]))
         rows.append(row)
     notes = [f"every row: model {same['model']}"] if "model" in same else []

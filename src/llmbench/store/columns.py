@@ -48,3 +48,30 @@ def distinguishing(cols: Sequence[str], values: Callable[[str], Sequence[Any]]
             same[c] = v[0]
     first = [c for c in IDENTITY if c in varying]
     return first + [c for c in varying if c not in first], same
+
+
+# Training workload fields that name the model's family and size, which the model column says.
+MODEL_FIELDS = {"workload", "size", "style", "genslm_ffn", "model_params"}
+
+
+def said_once(varying: Sequence[str], cells: Callable[[str], Sequence[str]],
+              header: Callable[[str], str]) -> tuple[list[str], dict[str, str]]:
+    """The columns worth showing, with their headers: columns equal cell for cell are one
+    column ('in/out', 'batch/conc'), and fields that only describe the model (a training
+    workload's family and size) go when the model column is shown."""
+    show: list[str] = []
+    headers: dict[str, str] = {}
+    for c in varying:  # the model comes first (IDENTITY): the fields it explains follow it
+        twin = next((k for k in show if list(cells(k)) == list(cells(c))), None)
+        if twin is not None:
+            headers[twin] += "/" + header(c)
+        elif not (c in MODEL_FIELDS and "model" in show and _follows(cells("model"), cells(c))):
+            show.append(c)
+            headers[c] = header(c)
+    return show, headers
+
+
+def _follows(by: Sequence[str], vals: Sequence[str]) -> bool:
+    """True when `vals` holds one value per value of `by` (it tells apart no rows that `by` does not)."""
+    seen: dict[str, str] = {}
+    return all(seen.setdefault(b, v) == v for b, v in zip(by, vals))
