@@ -93,7 +93,7 @@ def mixed(tmp_path_factory):
 def test_best_table_never_mixes_serving_and_offline(mixed):
     offline, notes = find_best(mixed, BestQuery(model="smollm2-135m", input_len=32, output_len=32))
     assert len(offline) == 8 and not offline["system"].str.contains("server").any()
-    assert any("4 serving record(s) are ranked on their own" in n for n in notes)
+    assert any("4 serving record(s) left out" in n for n in notes)
     serving, _ = find_best(mixed, BestQuery(model="smollm2-135m", input_len=32, mode="serving"))
     assert len(serving) == 4 and serving["system"].str.contains("llamacpp-server").all()
     # A serving row reads as its load, not as every option that differs.

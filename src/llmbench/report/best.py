@@ -86,7 +86,8 @@ def find_best(data: Data, q: BestQuery) -> tuple[pd.DataFrame, list[str]]:
     other = "serving" if mode == "offline" else "offline"
     n_other = int(df["kind"].isin(MODES[other]).sum())
     if n_other and q.mode is None:
-        notes.append(f"{n_other} {other} record(s) are ranked on their own (mode={other})")
+        notes.append(f"{n_other} {other} record(s) left out: {other} results are ranked apart "
+                     f"from {mode} ones")
     df = df[df["kind"].isin(MODES[mode])]
     for fld, want in (("input_len", q.input_len), ("output_len", q.output_len)):
         if want is None or fld not in df.columns:
