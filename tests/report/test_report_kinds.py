@@ -108,3 +108,25 @@ def test_report_ranks_serving_in_its_own_table(mixed, tmp_path):
     assert "llamacpp-server" not in offline
     serving = best[best.index("id='best-own-serving'"):]
     assert "rate 8 req/s" in serving and not re.search(r"num_prompts|input_len_dist", serving)
+
+
+def test_no_empty_figure_for_a_metric_the_shown_slice_lacks(tmp_path):
+    """Training records of two kinds: scaling efficiency only where the pins do not look (the
+    view pins the slice with the most device counts); no empty 'no records' frame for it."""
+    s = Store(tmp_path / "s")
+    for r in own_records():
+        if r.kind == "training":
+            s.write(r)  # 1, 2, 4, 8 devices, no scaling_efficiency
+    small = training_record()  # the same model with input_len set: input_len gets pinned
+    small.model.name, small.workload["input_len"] = "gpt2-small", 1024
+    s.write(small)
+    for n in (1, 2):  # scaling efficiency only outside the pinned slice (input_len = none)
+        rec = training_record()
+        rec.hardware.count = n
+        rec.point_key = f"xl-{n}"
+        rec.workload["input_len"] = 1024
+        rec.metrics["scaling_efficiency"] = summarize([0.9], "")
+        s.write(rec)
+    rep = write_report(tmp_path / "s", tmp_path / "rep", png=False)
+    assert "own-training" in rep.figures
+    assert "own-training-scaling_efficiency" not in rep.figures

@@ -76,9 +76,12 @@ def _view_blocks(d: data_mod.Data, source: str) -> list[_Block]:
         blocks.append(_Block(f"{source}-{key}", view.title, _pins_text(pins) or view.help, fig))
         drawn |= set(views.apply_filters(rows, pins).loc[
             lambda r: r[views.value_column(rows, y, "mean")].notna(), "kind"])
+        pinned = views.apply_filters(rows, pins)
         for m in view.also:  # e.g. ITL and E2E beside TTFT; MFU and scaling beside TFLOP/s
             col = views.value_column(rows, m, "mean")
-            if m == y or col not in rows.columns or not rows[col].notna().any():
+            # Drawn only when the pinned slice has it: else the figure would be an empty frame.
+            if m == y or col not in rows.columns or x not in rows.columns or \
+                    not (pinned[col].notna() & pinned[x].notna()).any():
                 continue
             t2 = f"Distribution of {figures.label(m).split(' (')[0].lower()}" \
                 if view.plot == "ecdf" else \
