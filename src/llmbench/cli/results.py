@@ -4,6 +4,7 @@ import csv
 import difflib
 import json
 import sys
+import warnings
 from pathlib import Path
 from typing import Optional
 
@@ -26,6 +27,11 @@ METRIC_COLUMNS = {
     "roofline_efficiency_output_throughput_tok_s": "efficiency",
     "roofline_efficiency_tokens_per_s": "efficiency (train)",
 }
+# Flags the default table adds when any row raises them: a contended point (other work shared
+# the machine while it was measured, measure/contention) must never pass as clean.
+FLAG_COLUMNS = ("contended",)
+# Beyond the configuration that tells rows apart, what the default table shows when rows have it.
+TABLE_COLUMNS = (*METRIC_COLUMNS, *FLAG_COLUMNS)
 SHORT = {"batch_size": "batch", "input_len": "in", "output_len": "out", "concurrency": "conc",
          "request_rate": "rate", "hardware_count": "devices", "tensor_parallel": "TP",
          "pipeline_parallel": "PP", "created_at": "created"}
@@ -48,9 +54,22 @@ def results(
                                           "(table, csv); default: the table shows what differs "
                                           "between the rows, csv every column"),
 ) -> None:
-    """Query stored records (DuckDB over one flat row per record)."""
+    """Query stored records (DuckDB over one flat row per record). An unreadable (corrupt)
+    record file is left out with a warning naming it on stderr; the exit status stays 0."""
     if format not in ("table", "csv", "json"):
         raise SpecError([("--format", f"{format!r} is not one of table, csv, json")])
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", UserWarning)
+        try:
+            _results(results, format, where, sort, limit, columns)
+        finally:
+            # json reads the store twice: say each once
+            for msg in dict.fromkeys(str(w.message) for w in caught if w.category is UserWarning):
+                print(f"llmbench: warning: {msg}", file=sys.stderr)
+
+
+def _results(results: Path, format: str, where: str | None, sort: str | None, limit: int | None,
+             columns: str | None) -> None:
     if not results.is_dir():
         raise SpecError([("--results", f"{results} is not a results directory (it does not exist)"
                           if not results.exists() else f"{results} is not a directory")])
@@ -148,9 +167,10 @@ def compact_columns(cols: list[str], rows: list[tuple], cells: dict[str, list[st
 
     varying, same = distinguishing(cols, values)
     metrics = [c for c in METRIC_COLUMNS if c in cols and any(x is not None for x in values(c))]
+    flags = [c for c in FLAG_COLUMNS if c in cols and c not in varying and any(values(c))]
     show, headers = said_once(varying, cells.__getitem__, _header)
-    headers.update({c: _header(c) for c in metrics}, run_id="run id")
-    return (show or ["run_id"]) + metrics, same, headers
+    headers.update({c: _header(c) for c in metrics + flags}, run_id="run id")
+    return (show or ["run_id"]) + flags + metrics, same, headers
 
 
 def _same_caption(same: dict[str, object]) -> str | None:

@@ -197,9 +197,11 @@ def flatten(d: dict[str, Any], path: Path | None = None) -> dict[str, Any]:
             row[k] = v
     # Engine options that are not workload fields (transformers' loop, compile_mode, ...): two
     # records can differ only there, so `results` must be able to show them.
-    for k, v in (b.get("options") or {}).items():
+    opts, wl = b.get("options"), d.get("workload")
+    for k, v in (opts.items() if isinstance(opts, dict) else ()):
+        # (a corrupted record may hold anything where a section belongs: never a crash)
         if (isinstance(v, (str, int, float, bool)) and k not in row
-                and k not in (d.get("workload") or {})):
+                and not (isinstance(wl, dict) and k in wl)):
             row[f"opt_{k}"] = v
     for name, st in (d.get("metrics") or {}).items():
         if isinstance(st, dict):
