@@ -63,7 +63,8 @@ def test_default_shows_what_distinguishes_rows(store, monkeypatch, capsys):
     assert "loop" in text and "generate" in text and "step" in text
     assert "compile" in text and "kv cache" in text
     # Equal everywhere: one caption line, not a column per row.
-    assert "every row:" in text and "NVIDIA H200" in text.split("every row:")[1]
+    shared = text.split("every row:")[1]
+    assert "NVIDIA H200" in shared and "input_len 128" in shared  # the shape, said once
     assert "torch" not in header and "input" not in header
 
 

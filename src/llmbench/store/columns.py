@@ -18,6 +18,10 @@ NOT_CONFIG = {"run_id", "created_at", "error", "path", "point_key", "backend_ver
               "repeats", "warmups", "warmup", "cooldown", "timeout_s", "num_prompts",
               "duration_s", "input_len_dist", "output_len_dist", "source", "sources"}
 IDENTITY = ("kind", "status", "backend", "model", "hardware", "hardware_count")
+# The workload's shape: said once when every row shares it (a table of rows that differ only in
+# engine options must still say at which batch size and lengths they were measured).
+SHAPE = ("batch_size", "input_len", "output_len", "concurrency", "request_rate", "seq_len",
+         "micro_batch")
 
 
 def is_metric(c: str, cols: Sequence[str]) -> bool:
@@ -38,13 +42,14 @@ def distinguishing(cols: Sequence[str], values: Callable[[str], Sequence[Any]]
                    ) -> tuple[list[str], dict[str, Any]]:
     """The configuration columns whose value differs between the rows (identity first, then
     as the records name them: engine options such as compile, kv_cache or loop included),
-    and the identity values every row shares (for one caption line instead of a column)."""
+    and the identity and workload-shape values every row shares (for one caption line
+    instead of a column)."""
     varying, same = [], {}
     for c in config_columns(cols):
         v = list(values(c))
         if len({json.dumps(x, default=str) for x in v}) > 1:
             varying.append(c)
-        elif v and v[0] is not None and c in IDENTITY:
+        elif v and v[0] is not None and c in IDENTITY + SHAPE:
             same[c] = v[0]
     first = [c for c in IDENTITY if c in varying]
     return first + [c for c in varying if c not in first], same
