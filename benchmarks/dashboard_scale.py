@@ -140,9 +140,9 @@ def main() -> None:
         generate(root, args.records)
         print(f"generated {args.records:,} records in {time.perf_counter() - t:.1f} s under {root}")
     from llmbench.report.data import load
-    from llmbench.store.index import INDEX_NAME
+    from llmbench.store.index import index_path
 
-    (root / INDEX_NAME).unlink(missing_ok=True)
+    index_path(root).unlink(missing_ok=True)
     t = time.perf_counter()
     d = load(root)
     cold = time.perf_counter() - t

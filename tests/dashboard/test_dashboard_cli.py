@@ -33,12 +33,15 @@ def test_serves_on_loopback_by_default(fixture_store):
         deadline = time.monotonic() + 60
         while True:
             try:
-                body = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).read().decode()
+                resp = urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2)
+                body = resp.read().decode()
                 break
             except OSError:
                 assert p.poll() is None and time.monotonic() < deadline, p.stderr.read() if p.poll() else "timeout"
                 time.sleep(0.3)
         assert "llmbench dashboard" in body
+        # waitress, not Flask's development server (which answers as Werkzeug)
+        assert resp.headers["Server"] == "llmbench"
         layout = urllib.request.urlopen(f"http://127.0.0.1:{port}/_dash-layout", timeout=10).read()
         assert b"Best configuration" in layout
     finally:
@@ -56,3 +59,14 @@ def test_source_sees_new_records(tmp_path):
     time.sleep(0.01)
     store.write(own_records()[1])
     assert src.refresh() and src.data.counts()["own"] == 2 and src.version == 1
+
+
+def test_port_in_use_is_one_message(fixture_store):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        r = subprocess.run([sys.executable, "-m", "llmbench", "dashboard", "--results", str(fixture_store),
+                            "--port", str(port)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in r.stderr
+    assert "Traceback" not in r.stderr

@@ -5,7 +5,7 @@ import pytest
 
 from report_records import own_records, reference_records
 
-from llmbench.store.index import INDEX_NAME, load_index, signature
+from llmbench.store.index import index_path, load_index, signature
 from llmbench.store.store import Store
 
 
@@ -25,8 +25,10 @@ def test_index_matches_store_rows_and_is_cached(tmp_path):
     for r in reference_records()[:20] + own_records()[:5]:
         store.write(r)
     _age(tmp_path)
+    before = sorted(tmp_path.rglob("*"))
     idx = load_index(tmp_path)
-    assert (tmp_path / INDEX_NAME).exists()
+    assert index_path(tmp_path).exists()
+    assert sorted(tmp_path.rglob("*")) == before  # reading never writes into the store
     want = {r["path"]: r for r in store.rows()}
     got = _rows_by_path(idx)
     assert len(got) == len(want) == 25
@@ -98,3 +100,50 @@ def test_mixed_type_field_and_bad_json(tmp_path):
 
 def test_missing_root_is_empty(tmp_path):
     assert load_index(tmp_path / "nope").table.num_rows == 0
+
+
+def test_read_only_store_is_indexed_without_writing_into_it(tmp_path, monkeypatch):
+    """A shared or read-only results directory: the index goes to the user cache. Tests run
+    as root here (chmod does not stop root), so the real check is that no file appears."""
+    monkeypatch.setenv("LLMBENCH_CACHE", str(tmp_path / "cache"))
+    root = tmp_path / "shared"
+    store = Store(root)
+    for r in reference_records()[:4]:
+        store.write(r)
+    before = sorted(root.rglob("*"))
+    for d in [root, *[p for p in root.rglob("*") if p.is_dir()]]:
+        d.chmod(0o555)
+    try:
+        idx = load_index(root)
+        assert idx.table.num_rows == 4
+        assert load_index(root).signature == idx.signature  # the second read is the cached one
+    finally:
+        for d in [root, *[p for p in root.rglob("*") if p.is_dir()]]:
+            d.chmod(0o755)
+    assert sorted(root.rglob("*")) == before
+    assert index_path(root).parent == tmp_path / "cache" / "index" and index_path(root).exists()
+
+
+def test_index_of_one_path_is_not_another_store(tmp_path, monkeypatch):
+    """A store removed and replaced at the same path (a reused temp dir) is read afresh."""
+    import shutil
+
+    monkeypatch.setenv("LLMBENCH_CACHE", str(tmp_path / "cache"))
+    root = tmp_path / "s"
+    for r in reference_records()[:3]:
+        Store(root).write(r)
+    assert load_index(root).table.num_rows == 3
+    shutil.rmtree(root)
+    for r in own_records()[:2]:
+        Store(root).write(r)
+    assert load_index(root).table.num_rows == 2
+
+
+def test_rows_carry_engine_options_that_are_not_workload_fields(tmp_path):
+    rec = own_records()[0]
+    rec.backend.options = {"loop": "step", "compile": True, "compile_mode": "max-autotune"}
+    rec.workload["compile"] = True
+    Store(tmp_path).write(rec)
+    row = Store(tmp_path).rows()[0]
+    assert row["opt_loop"] == "step" and row["opt_compile_mode"] == "max-autotune"
+    assert "opt_compile" not in row and row["compile"] is True  # said once, as the workload field

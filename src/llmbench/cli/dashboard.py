@@ -43,4 +43,23 @@ def dashboard(
                       "address can read every result; the dashboard has no authentication")
     app = create_app(results, poll_s=poll)
     console.print(f"llmbench dashboard on http://{host}:{port}/  (Ctrl-C to stop)")
-    app.run(host=host, port=port, debug=debug)
+    if debug:  # Dash's dev tools need Flask's development server
+        app.run(host=host, port=port, debug=True)
+        return
+    serve(app.server, host, port)
+
+
+def serve(wsgi_app, host: str, port: int) -> None:
+    """A production WSGI server (waitress: pure Python, threaded, no C build), never Flask's
+    development server, which warns against itself and serves one request at a time badly."""
+    try:
+        from waitress import serve as waitress_serve
+    except ImportError as e:
+        raise SpecError([("dashboard", f"needs the dashboard extra ({e.name} is missing): "
+                          "pip install 'llmbench[dashboard]'")]) from None
+    try:
+        # Figures are computed per request on the server: a few threads keep one slow view
+        # from blocking the rest; the store is shared read-only through dashboard.source.
+        waitress_serve(wsgi_app, host=host, port=port, threads=8, ident="llmbench")
+    except OSError as e:  # port in use, address not available: one line, exit 2
+        raise SpecError([("--port", f"cannot listen on {host}:{port}: {e.strerror or e}")]) from None

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import csv
+import difflib
 import json
 import sys
 import warnings
@@ -12,12 +13,29 @@ from rich.table import Table
 
 from llmbench.cli.common import fmt, out
 from llmbench.errors import SpecError
+from llmbench.store.columns import distinguishing, said_once
 from llmbench.store.store import DEFAULT_RESULTS, Store
 
-TABLE_COLUMNS = ("created_at", "kind", "status", "backend", "model", "hardware", "batch_size",
-                 "input_len", "output_len", "concurrency", "batch_latency_s_mean", "ttft_s_p50",
-                 "tpot_s_p50", "output_throughput_tok_s_mean", "perplexity_mean", "tflops_mean",
-                 "mfu_mean", "roofline_efficiency_output_throughput_tok_s", "contended")
+# The headline metrics a table shows when a record has them (short headers: a header with
+# spaces can wrap, a number never should).
+# The most telling first: a narrow terminal keeps the left ones.
+METRIC_COLUMNS = {
+    "output_throughput_tok_s_mean": "out tok/s", "batch_latency_s_mean": "latency s",
+    "ttft_s_p50": "TTFT p50 s", "tpot_s_p50": "TPOT p50 s", "total_throughput_tok_s_mean": "total tok/s",
+    "request_throughput_req_s_mean": "req/s", "perplexity_mean": "perplexity",
+    "tokens_per_s_mean": "train tok/s", "tflops_mean": "TFLOP/s", "mfu_mean": "MFU",
+    "roofline_efficiency_output_throughput_tok_s": "efficiency",
+    "roofline_efficiency_tokens_per_s": "efficiency (train)",
+}
+# Flags the default table adds when any row raises them: a contended point (other work shared
+# the machine while it was measured, measure/contention) must never pass as clean.
+FLAG_COLUMNS = ("contended",)
+# Beyond the configuration that tells rows apart, what the default table shows when rows have it.
+TABLE_COLUMNS = (*METRIC_COLUMNS, *FLAG_COLUMNS)
+SHORT = {"batch_size": "batch", "input_len": "in", "output_len": "out", "concurrency": "conc",
+         "request_rate": "rate", "hardware_count": "devices", "tensor_parallel": "TP",
+         "pipeline_parallel": "PP", "created_at": "created"}
+MAX_TEXT_WIDTH = 32  # a model path is ellipsised past this; numbers are never cut
 
 
 def register(app: typer.Typer) -> None:
@@ -29,6 +47,12 @@ def results(
     format: str = typer.Option("table", "--format", help="table | csv | json"),
     where: Optional[str] = typer.Option(None, "--where", help="SQL filter over the flat columns, "
                                         "e.g. \"backend='llamacpp' AND batch_size>1\""),
+    sort: Optional[str] = typer.Option(None, "--sort", help="column to sort by; a leading '-' "
+                                       "sorts descending (--sort=-output_throughput_tok_s_mean)"),
+    limit: Optional[int] = typer.Option(None, "--limit", min=1, help="show the first N records"),
+    columns: Optional[str] = typer.Option(None, "--columns", help="comma-separated columns "
+                                          "(table, csv); default: the table shows what differs "
+                                          "between the rows, csv every column"),
 ) -> None:
     """Query stored records (DuckDB over one flat row per record). An unreadable (corrupt)
     record file is left out with a warning naming it on stderr; the exit status stays 0."""
@@ -37,40 +61,154 @@ def results(
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", UserWarning)
         try:
-            _results(results, format, where)
+            _results(results, format, where, sort, limit, columns)
         finally:
             # json reads the store twice: say each once
             for msg in dict.fromkeys(str(w.message) for w in caught if w.category is UserWarning):
                 print(f"llmbench: warning: {msg}", file=sys.stderr)
 
 
-def _results(results: Path, format: str, where: str | None) -> None:
+def _results(results: Path, format: str, where: str | None, sort: str | None, limit: int | None,
+             columns: str | None) -> None:
+    if not results.is_dir():
+        raise SpecError([("--results", f"{results} is not a results directory (it does not exist)"
+                          if not results.exists() else f"{results} is not a directory")])
     store = Store(results)
     rel = store.query(where)
+    cols = rel.columns
+    total = rel.aggregate("count(*)").fetchall()[0][0]
+    rel = rel.order(_order_by(sort, cols) if sort else _default_order(cols))
+    if limit:
+        rel = rel.limit(limit)
     if format == "json":
-        paths = {r[0] for r in store.query(where).select("path").fetchall()} if store.paths() else set()
-        docs = [d for p, d in store.raw() if str(p) in paths]
-        json.dump(docs, sys.stdout, indent=1)
+        want = [r[0] for r in rel.select("path").fetchall()] if "path" in cols else []
+        docs = dict((str(p), d) for p, d in store.raw())
+        json.dump([docs[p] for p in want if p in docs], sys.stdout, indent=1)
         sys.stdout.write("\n")
         return
-    cols = rel.columns
     rows = rel.fetchall()
+    chosen = _pick_columns(columns, cols) if columns else None
     if format == "csv":
+        show = chosen or cols
+        idx = [cols.index(c) for c in show]
         w = csv.writer(sys.stdout)
-        w.writerow(cols)
+        w.writerow(show)
         for r in rows:
-            w.writerow([_csv_safe(v) for v in r])
+            w.writerow([_csv_safe(r[i]) for i in idx])
         return
-    show = [c for c in TABLE_COLUMNS if c in cols and any(r[cols.index(c)] is not None for r in rows)]
-    t = Table(title=f"{len(rows)} record(s) in {results}")
+    if not rows:
+        out.print(f"no records in {results}" + (f" matching {where}" if where else ""))
+        return
+    cells = {c: [_cell(v) for v in col] for c, col in zip(cols, zip(*rows))}
+    numeric = {c for c, col in zip(cols, zip(*rows))
+               if all(isinstance(v, (int, float)) or v is None for v in col)}
+    if chosen:
+        show, same, headers = chosen, {}, {c: _header(c) for c in chosen}
+    else:
+        show, same, headers = compact_columns(cols, rows, cells)
+    # Kept whatever the width: the sort key and the first two metrics.
+    must = [c for c in show if c == (sort or "").lstrip("-")] + \
+        [c for c in show if c in METRIC_COLUMNS][:2]
+    show, dropped = fit_columns(show, must, cells, numeric, headers, out.width)
+    shown = f"{len(rows)} of {total}" if len(rows) < total else f"{total}"
+    caption = [x for x in (_same_caption(same), dropped and
+               f"left out for the terminal's width: {', '.join(dropped)} (--columns picks)") if x]
+    t = Table(title=f"{shown} record(s) in {results}", caption="\n".join(caption) or None,
+              caption_justify="left")
     for c in show:
-        t.add_column(c.replace("_mean", "").replace("roofline_efficiency_output_throughput_tok_s", "efficiency"))
-    for r in rows:
-        t.add_row(*[_cell(r[cols.index(c)]) for c in show])
+        if c in numeric:
+            # A number is never shortened ("3.…"): its column is as wide as its widest cell
+            # and fit_columns made room for it; the text columns give way instead.
+            t.add_column(headers[c], justify="right", no_wrap=True,
+                         min_width=max(len(v) for v in cells[c]))
+        else:
+            t.add_column(headers[c], overflow="ellipsis", max_width=MAX_TEXT_WIDTH)
+    for i in range(len(rows)):
+        t.add_row(*[cells[c][i] for c in show])
     out.print(t)
 
 
+def _header(c: str) -> str:
+    return METRIC_COLUMNS.get(c) or SHORT.get(c) or c.removeprefix("opt_").replace("_", " ")
+
+
+def fit_columns(show: list[str], must: list[str], cells: dict[str, list[str]], numeric: set[str],
+                headers: dict[str, str], width: int) -> tuple[list[str], list[str]]:
+    """Leave columns out until every cell fits whole in `width` characters (rich would
+    otherwise shorten every column alike, numbers included: "3.…"): first the later metrics,
+    then configuration columns from the right, the `must` columns last."""
+    def col_width(c):
+        if c in numeric:  # no_wrap: the header stays on one line too
+            return max([len(headers[c]), *map(len, cells[c])])
+        return min(max([*map(len, headers[c].split()), *map(len, cells[c])]), MAX_TEXT_WIDTH)
+
+    def need(cs):
+        return 1 + sum(col_width(c) + 3 for c in cs)  # padding either side and a border
+
+    metrics = [c for c in show if c in METRIC_COLUMNS and c not in must]
+    config = [c for c in show if c not in METRIC_COLUMNS and c not in must]
+    kept = set(show)
+    for c in [*reversed(metrics), *reversed(config), *reversed(must)]:
+        if need([k for k in show if k in kept]) <= width or len(kept) == 1:
+            break
+        kept.discard(c)
+    return [c for c in show if c in kept], [c for c in show if c not in kept]
+
+
+def compact_columns(cols: list[str], rows: list[tuple], cells: dict[str, list[str]]
+                    ) -> tuple[list[str], dict[str, object], dict[str, str]]:
+    """What the default table shows: the configuration columns that differ between the rows
+    (each said once: store.columns.said_once), then the headline metrics any row has, with
+    their headers; identity values shared by every row come back separately, for one caption
+    line."""
+    def values(c):
+        i = cols.index(c)
+        return [r[i] for r in rows]
+
+    varying, same = distinguishing(cols, values)
+    metrics = [c for c in METRIC_COLUMNS if c in cols and any(x is not None for x in values(c))]
+    flags = [c for c in FLAG_COLUMNS if c in cols and c not in varying and any(values(c))]
+    show, headers = said_once(varying, cells.__getitem__, _header)
+    headers.update({c: _header(c) for c in metrics + flags}, run_id="run id")
+    return (show or ["run_id"]) + flags + metrics, same, headers
+
+
+def _same_caption(same: dict[str, object]) -> str | None:
+    if not same:
+        return None
+    return "every row: " + " · ".join(f"{k} {v}" for k, v in same.items())
+
+
+def _check_column(c: str, cols: list[str], flag: str) -> str:
+    if c in cols:
+        return c
+    near = difflib.get_close_matches(c, cols, n=3, cutoff=0.6)
+    hint = f"; did you mean {', '.join(near)}?" if near else \
+        "; `llmbench results --format csv | head -1` lists the columns"
+    raise SpecError([(flag, f"no column {c!r}{hint}")])
+
+
+def _order_by(sort: str, cols: list[str]) -> str:
+    desc = sort.startswith("-")
+    c = _check_column(sort.lstrip("-"), cols, "--sort")
+    return f'"{c}" {"DESC" if desc else "ASC"} NULLS LAST'
+
+
+def _default_order(cols: list[str]) -> str:
+    keys = [c for c in ("created_at", "path") if c in cols]
+    return ", ".join(f'"{c}"' for c in keys) or "1"
+
+
+def _pick_columns(spec: str, cols: list[str]) -> list[str]:
+    want = [c.strip() for c in spec.split(",") if c.strip()]
+    if not want:
+        raise SpecError([("--columns", "name at least one column")])
+    return [_check_column(c, cols, "--columns") for c in want]
+
+
 def _cell(v) -> str:
+    if isinstance(v, bool):
+        return str(v).lower()
     if isinstance(v, float):
         return fmt(v)
     return "" if v is None else str(v)

@@ -59,10 +59,30 @@ def _control(label: str, child) -> html.Div:
     return html.Div([html.Label(label, className="ctl-label"), child], className="ctl")
 
 
-def view_state(data: Data, view_key: str, fields: list[str]) -> dict[str, Any]:
-    """The controls a view opens with: axes, colour, log axes, pinned filters, help line."""
+# The view each kind of the user's own records opens on (the most common kind wins).
+KIND_VIEW = {"inference": "batch", "serving": "serving", "training": "training",
+             "perplexity": "perplexity"}
+
+
+def opening(data: Data) -> tuple[str, str | None]:
+    """The view and source the dashboard opens on: the user's own results when the store has
+    any that succeeded (the published reference data is beside them, one filter away)."""
+    df = data.df
+    own = df[(df["source"] == "own") & (df["status"] == "ok")] if not df.empty else df
+    if own.empty:
+        return "batch", None
+    kind = own["kind"].map(KIND_VIEW).dropna()
+    return (kind.value_counts().index[0] if len(kind) else "batch"), "own"
+
+
+def view_state(data: Data, view_key: str, fields: list[str], source: str | None = None
+               ) -> dict[str, Any]:
+    """The controls a view opens with: axes, colour, log axes, pinned filters, help line;
+    axes and pins chosen for `source`'s rows when one is given."""
     view = views.VIEWS[view_key]
     rows = views.view_rows(data, view)
+    if source is not None and not rows.empty:
+        rows = rows[rows["source"] == source]
     x, y = views.default_x(data, view, rows), views.default_y(data, view, rows)
     xs = list(dict.fromkeys([x, *views.x_options(data)]))
     ys = list(dict.fromkeys([y, *views.y_options(data)]))
@@ -73,6 +93,10 @@ def view_state(data: Data, view_key: str, fields: list[str]) -> dict[str, Any]:
                          ", ".join(f"{k} = {', '.join(_fmt_value(v) for v in vs)}"
                                    for k, vs in pins.items()) + " (widen in the filters)."
                          if pins else "")
+    if source is not None and "source" in fields:
+        pins = {"source": [source], **pins}
+        help_ += (" Showing your own results; add the published data in the source filter."
+                  if source == "own" else f" Showing source = {source}.")
     return {"x_options": _field_options(xs), "x": x, "y_options": _field_options(ys), "y": y,
             "color_options": _field_options(colors), "color": color,
             "log": [a for a, on in (("x", view.log_x), ("y", view.log_y)) if on],
@@ -93,10 +117,11 @@ def figure_state(data: Data, view_key: str, x, y, stat, color, log, filters: dic
     return fig.to_dict(), status, _table(_points_rows(pts), "points-table")
 
 
-def _explore_layout(data: Data, view_key: str = "batch") -> html.Div:
+def _explore_layout(data: Data) -> html.Div:
     """Built with the first view already computed, so the first render needs no callback."""
     fields = data.filter_fields()
-    st = view_state(data, view_key, fields)
+    view_key, source = opening(data)
+    st = view_state(data, view_key, fields, source)
     fig, status, _ = figure_state(data, view_key, st["x"], st["y"], "mean", st["color"],
                                   st["log"], {f: v for f, v in zip(fields, st["filters"]) if v})
     filters = [_control(figures.label(f) if f in figures.LABELS else f.replace("_", " "),
@@ -139,6 +164,8 @@ def _best_defaults(data: Data) -> dict[str, Any]:
         return {"model": None, "input_len": None, "output_len": None}
     thr = "total_throughput_tok_s_mean"
     d = df[df[thr].notna()] if thr in df else df.iloc[0:0]
+    if (d["source"] == "own").any():  # the user's own workload first
+        d = d[d["source"] == "own"]
     if d.empty:
         return {"model": None, "input_len": None, "output_len": None}
     m, i, o = d.groupby(["model", "input_len", "output_len"], dropna=False).size().idxmax()
@@ -252,9 +279,12 @@ def create_app(results: Path | str, poll_s: float = 10.0) -> dash.Dash:
         Output("color", "options"), Output("color", "value"), Output("log", "value"),
         Output({"type": "filter", "field": ALL}, "value"), Output("view-help", "children"),
         Input("view", "value"), State({"type": "filter", "field": ALL}, "id"),
-        prevent_initial_call=True)
-    def _on_view(view_key, ids):
-        st = view_state(source.data, view_key, [i["field"] for i in ids])
+        State({"type": "filter", "field": ALL}, "value"), prevent_initial_call=True)
+    def _on_view(view_key, ids, fvals):
+        # A source the user picked (own or reference) stays picked across views.
+        src = next((v for i, v in zip(ids, fvals) if i["field"] == "source"), None)
+        st = view_state(source.data, view_key, [i["field"] for i in ids],
+                        src[0] if src and len(src) == 1 else None)
         return (st["x_options"], st["x"], st["y_options"], st["y"], st["color_options"],
                 st["color"], st["log"], st["filters"], st["help"])
 

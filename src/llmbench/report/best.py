@@ -18,8 +18,12 @@ import pandas as pd
 from pydantic import BaseModel, Field
 
 from llmbench.report.data import Data
+from llmbench.report.tables import load_label, value_text
 
 RankBy = Literal["throughput", "throughput_per_device", "tokens_per_joule", "latency", "efficiency"]
+# Offline batches and served requests are different measurements (a batch latency is not a
+# request's E2E): they are ranked apart, never in one table.
+MODES = {"offline": ("inference", "reference"), "serving": ("serving",)}
 
 
 class BestQuery(BaseModel):
@@ -34,6 +38,8 @@ class BestQuery(BaseModel):
     max_power_w: float | None = Field(None, gt=0)
     sources: list[str] = Field(default_factory=lambda: ["own", "reference"])
     rank_by: RankBy = "throughput"
+    mode: Literal["offline", "serving"] | None = Field(
+        None, description="offline (batch) or serving records; default: offline when there are any")
     top: int = 50
 
 
@@ -66,8 +72,8 @@ def find_best(data: Data, q: BestQuery) -> tuple[pd.DataFrame, list[str]]:
     df = data.df
     if df.empty:
         return pd.DataFrame(), ["the store is empty"]
-    df = df[(df["status"] == "ok") & df["kind"].isin(["inference", "serving", "reference"])]
-    df = df[df["source"].isin(q.sources)]
+    df = df[(df["status"] == "ok") & df["source"].isin(q.sources)]
+    df = df[df["kind"].isin(MODES["offline"] + MODES["serving"])]
     if q.model:
         exact = df["model"] == q.model
         df = df[exact] if exact.any() else df[df["model"].fillna("").str.contains(q.model, case=False,
@@ -76,6 +82,13 @@ def find_best(data: Data, q: BestQuery) -> tuple[pd.DataFrame, list[str]]:
         df = df[df["model_params_b"] >= q.min_params_b]
     if q.max_params_b is not None:
         df = df[df["model_params_b"] <= q.max_params_b]
+    mode = q.mode or ("offline" if df["kind"].isin(MODES["offline"]).any() else "serving")
+    other = "serving" if mode == "offline" else "offline"
+    n_other = int(df["kind"].isin(MODES[other]).sum())
+    if n_other and q.mode is None:
+        notes.append(f"{n_other} {other} record(s) left out: {other} results are ranked apart "
+                     f"from {mode} ones")
+    df = df[df["kind"].isin(MODES[mode])]
     for fld, want in (("input_len", q.input_len), ("output_len", q.output_len)):
         if want is None or fld not in df.columns:
             continue
@@ -130,7 +143,8 @@ def find_best(data: Data, q: BestQuery) -> tuple[pd.DataFrame, list[str]]:
         return pd.DataFrame(), notes + ["no configuration meets the query"]
     cfg_fields = [c for c in data.config_fields if c in df.columns]
     keys = [c for c in cfg_fields if df.loc[d.index, c].nunique(dropna=False) > 1 or
-            c in ("source", "system", "model")]
+            c in ("source", "system", "model") or
+            (mode == "serving" and c in ("concurrency", "request_rate", "max_concurrency"))]
     d = d.join(df.loc[d.index, keys])
     num = ["throughput_tok_s", "latency_s", "ttft_s", "tpot_s", "power_w", "tokens_per_joule",
            "efficiency", "bound_tok_s", "devices", "throughput_per_device"]
@@ -155,7 +169,7 @@ def find_best(data: Data, q: BestQuery) -> tuple[pd.DataFrame, list[str]]:
     keep = merged[(merged["rank"] <= max(q.top, KEEP)) | merged["pareto"]].copy()
     if len(keep) < len(merged):
         notes.append(f"the figure shows the top {KEEP} and the Pareto frontier")
-    keep["config"] = [config_label(r, keys) for _, r in keep.iterrows()]
+    keep["config"] = [config_label(r, keys, serving=mode == "serving") for _, r in keep.iterrows()]
     return keep.reset_index(drop=True), notes
 
 
@@ -168,24 +182,23 @@ _NOT_IN_CONFIG = {"source", "system", "engine", "model", "hardware", "backend", 
                   "weight_dtype", "weight_quant", "kv_cache_dtype", "concurrency"}
 
 
-def config_label(r: pd.Series, keys: list[str]) -> str:
-    """Compact: 'batch 64 · TP2·PP1 · w=fp16 · kv=fp8 · kv_block_size=16'."""
-    parts = []
+# A serving run's own bookkeeping: its load says what was measured (tables.load_label).
+_SERVING_NOT_IN_CONFIG = {"load", "request_rate", "max_concurrency", "num_prompts", "duration_s",
+                          "input_len_dist", "output_len_dist", "warmup", "cooldown", "api",
+                          "force_output", "slo", "batch_size"}
+
+
+def config_label(r: pd.Series, keys: list[str], serving: bool = False) -> str:
+    """Compact: 'batch 64 · TP2·PP1 · w=fp16 · kv=fp8 · kv_block_size=16'; a serving row
+    leads with its load ('concurrency 8', 'rate 4 req/s')."""
+    parts = [load_label(r)] if serving else []
     for c in keys:
-        v = _fmt(r[c])
-        if c in _NOT_IN_CONFIG or v == "–":
+        v = value_text(r[c])
+        if c in _NOT_IN_CONFIG or v == "–" or (serving and c in _SERVING_NOT_IN_CONFIG):
             continue
         parts.append(f"batch {v}" if c == "batch_size" else v if c in ("parallelism", "dtype")
                      else f"{c}={v}")
     return " · ".join(parts) or "default"
-
-
-def _fmt(v) -> str:
-    if v is None or (isinstance(v, float) and np.isnan(v)):
-        return "–"
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
-    return str(v)
 
 
 def pareto_mask(latency: np.ndarray, throughput: np.ndarray) -> np.ndarray:

@@ -14,7 +14,7 @@ import pandas as pd
 from llmbench import __version__
 from llmbench.report import best as best_mod
 from llmbench.report import data as data_mod
-from llmbench.report import figures, views
+from llmbench.report import figures, tables, views
 
 SECTIONS = (("own", "Your results"), ("reference", "Published reference data (LLM-Inference-Bench)"))
 REPORT_VIEWS = ("batch", "latency", "serving", "length", "kv_block", "dtype", "parallelism",
@@ -49,7 +49,8 @@ def _pins_text(pins: dict) -> str:
 
 
 def _view_blocks(d: data_mod.Data, source: str) -> list[_Block]:
-    blocks = []
+    blocks: list[_Block] = []
+    drawn: set[str] = set()  # record kinds some figure shows
     for key in REPORT_VIEWS:
         view = views.VIEWS[key]
         rows = views.view_rows(d, view)
@@ -73,9 +74,14 @@ def _view_blocks(d: data_mod.Data, source: str) -> list[_Block]:
         if view.plot == "ecdf" and len(pts) == 0:
             continue
         blocks.append(_Block(f"{source}-{key}", view.title, _pins_text(pins) or view.help, fig))
+        drawn |= set(views.apply_filters(rows, pins).loc[
+            lambda r: r[views.value_column(rows, y, "mean")].notna(), "kind"])
+        pinned = views.apply_filters(rows, pins)
         for m in view.also:  # e.g. ITL and E2E beside TTFT; MFU and scaling beside TFLOP/s
             col = views.value_column(rows, m, "mean")
-            if m == y or col not in rows.columns or not rows[col].notna().any():
+            # Drawn only when the pinned slice has it: else the figure would be an empty frame.
+            if m == y or col not in rows.columns or x not in rows.columns or \
+                    not (pinned[col].notna() & pinned[x].notna()).any():
                 continue
             t2 = f"Distribution of {figures.label(m).split(' (')[0].lower()}" \
                 if view.plot == "ecdf" else \
@@ -83,16 +89,34 @@ def _view_blocks(d: data_mod.Data, source: str) -> list[_Block]:
             f2, _ = views.build(d, views.Choice(view=key, x=x, y=m, color=color, filters=ch.filters),
                                 height=460 if view.plot == "ecdf" else 500, title=t2)
             blocks.append(_Block(f"{source}-{key}-{m}", f2.title, _pins_text(pins), f2))
-    return blocks
+    return blocks + _kind_blocks(d, source, drawn)
 
 
-def _table_html(rows: list[dict[str, str]]) -> str:
+def _kind_blocks(d: data_mod.Data, source: str, drawn: set[str]) -> list[_Block]:
+    """A table for every record kind in the section: perplexity and training always (their
+    numbers are the point), serving and offline inference when no figure shows them (a single
+    point has no trend to draw)."""
+    if d.df.empty:
+        return []
+    df = d.df[d.df["source"] == source]
+    out = []
+    for kind in ("serving", "inference", "perplexity", "training"):
+        if kind in drawn and kind in ("serving", "inference"):
+            continue
+        rows, note = tables.kind_table(df, kind)
+        if rows:
+            out.append(_Block(f"{source}-table-{kind}", tables.KIND_TITLES[kind], note,
+                              table=_table_html(rows)))
+    return out
+
+
+def _table_html(rows: list[dict[str, str]], cls: str = "") -> str:
     if not rows:
         return ""
     head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
     body = "".join("<tr class='{}'>".format("pareto" if r.get("Pareto") else "") +
                    "".join(f"<td>{html.escape(v)}</td>" for v in r.values()) + "</tr>" for r in rows)
-    return f"<div class='tablewrap'><table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+    return f"<div class='tablewrap'><table class='{cls}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 
 
 def _best_blocks(d: data_mod.Data) -> list[_Block]:
@@ -102,29 +126,51 @@ def _best_blocks(d: data_mod.Data) -> list[_Block]:
     if df.empty:
         return blocks
     for source, name in (("own", "your results"), ("reference", "the published data")):
-        rows = df[(df["source"] == source) & (df["status"] == "ok") &
-                  df["kind"].isin(["inference", "serving", "reference"])]
-        if rows.empty or "input_len" not in rows:
-            continue
-        thr = views.value_column(rows, "total_throughput_tok_s", "mean")
-        if thr not in rows.columns:
-            continue
-        rows = rows[rows[thr].notna() & rows["input_len"].notna()]
-        if rows.empty:
-            continue
-        top = rows.groupby(["model", "input_len", "output_len"], dropna=False).size().idxmax()
-        model, il, ol = top
-        q = best_mod.BestQuery(model=model, input_len=int(il),
-                               output_len=None if pd.isna(ol) else int(ol), sources=[source], top=15)
-        ranked, notes = best_mod.find_best(d, q)
-        title = f"Best configurations in {name}: {model}, input {int(il)}" + \
-                ("" if pd.isna(ol) else f", output {int(ol)}")
-        sub = "Ranked by total throughput; ★ = on the Pareto frontier of throughput against latency. " \
-              "TTFT/TPOT marked ≤ are bounds from the batch latency, not measurements. " + " ".join(notes)
-        fig = figures.pareto_figure(ranked, title=f"Throughput against latency — {model}")
-        blocks.append(_Block(f"best-{source}", title, sub, fig,
-                             _table_html(best_mod.table_rows(ranked, top=15))))
+        for mode, kinds in best_mod.MODES.items():
+            rows = df[(df["source"] == source) & (df["status"] == "ok") & df["kind"].isin(kinds)]
+            if rows.empty or "input_len" not in rows:
+                continue
+            thr = [c for c in ("total_throughput_tok_s_mean", "output_throughput_tok_s_mean")
+                   if c in rows.columns]
+            if not thr:
+                continue
+            rows = rows[rows[thr].notna().any(axis=1) & rows["input_len"].notna()]
+            if rows.empty:
+                continue
+            model, il, ol = rows.groupby(["model", "input_len", "output_len"],
+                                         dropna=False).size().idxmax()
+            q = best_mod.BestQuery(model=model, input_len=int(il), mode=mode,
+                                   output_len=None if pd.isna(ol) else int(ol), sources=[source],
+                                   top=15)
+            ranked, notes = best_mod.find_best(d, q)
+            if ranked.empty:
+                continue
+            what = "serving" if mode == "serving" else "offline batches"
+            title = f"Best configurations in {name} ({what}): {model}, input {int(il)}" + \
+                    ("" if pd.isna(ol) else f", output {int(ol)}")
+            latency = "median request E2E" if mode == "serving" else "batch latency"
+            sub = f"Ranked by throughput against {latency}; ★ = on the Pareto frontier. " + \
+                  ("TTFT/TPOT marked ≤ are bounds from the batch latency, not measurements. "
+                   if mode == "offline" else "") + " ".join(notes)
+            anchor = f"best-{source}" + ("-serving" if mode == "serving" else "")
+            fig = figures.pareto_figure(ranked, title=f"Throughput against latency — {model}")
+            blocks.append(_Block(anchor, title, sub, fig,
+                                 _table_html(best_mod.table_rows(ranked, top=15), "ranked")))
     return blocks
+
+
+def _empty_text(d: data_mod.Data, sec: str) -> str:
+    """Why a section is empty, in the store's own terms."""
+    df = d.df
+    rows = df if df.empty or sec in ("best", "side") else df[df["source"] == sec]
+    if rows.empty:
+        return "No records of this kind in the store." + (
+            " `llmbench import llm-inference-bench DIR` adds the published data beside yours."
+            if sec == "reference" else "")
+    ok = rows[rows["status"] == "ok"]
+    if ok.empty:
+        return f"None of the {len(rows)} record(s) succeeded; `llmbench results` shows their errors."
+    return "No figure or table applies to these records."
 
 
 CSS = """
@@ -142,7 +188,7 @@ padding:16px 18px 10px;margin:14px 0} section.block h3{margin:2px 0 2px;font-siz
 .sub{color:#667;font-size:12.5px;margin:0 0 6px} .tablewrap{overflow-x:auto;margin-top:8px}
 table{border-collapse:collapse;font-size:12.5px;width:100%} th{background:#eef1f7;text-align:left;
 padding:6px 8px;position:sticky;top:0} td{padding:5px 8px;border-top:1px solid #eef0f4}
-tr.pareto td{background:#fff8e1} td{white-space:nowrap} td:nth-child(5){white-space:normal;min-width:220px} .defs{font-size:13px;color:#333;line-height:1.5}
+tr.pareto td{background:#fff8e1} td{white-space:nowrap} table.ranked td:nth-child(5){white-space:normal;min-width:220px} .defs{font-size:13px;color:#333;line-height:1.5}
 .empty{color:#667;font-style:italic}
 """
 
@@ -185,7 +231,7 @@ def write_report(results: Path | str, out: Path | str, png: bool = True) -> Repo
         nav.append(f"<a href='#{sec}'>{html.escape(title.split(' (')[0])}</a>")
         body.append(f"<h2 id='{sec}'>{html.escape(title)}</h2>")
         if not blocks:
-            body.append("<p class='empty'>No records of this kind in the store.</p>")
+            body.append(f"<p class='empty'>{_empty_text(d, sec)}</p>")
         for b in blocks:
             # A figure carries its own title; a heading above it would say it twice.
             h3 = f"<h3>{html.escape(b.title)}</h3>" if b.table or b.fig is None else ""

@@ -1,6 +1,11 @@
 """A cached columnar index of a store: one flat row per record (the same rows as
-`Store.rows()`), kept as Parquet next to the records so that reading 100,000 records costs one
+`Store.rows()`), kept as Parquet in the user cache so that reading 100,000 records costs one
 Parquet read, not 100,000 JSON parses.
+
+Reading never writes into the results directory (it may be read-only, or shared by a team):
+the index lives in `<user cache>/index/<hash of the resolved directory>.parquet`, and it holds
+the directory signature it was built from (every directory's mtime, the root's files), so a
+different store that later takes the same path is never mistaken for the old one.
 
 Invalidation: the store only ever adds, replaces or removes whole files by rename
 (`atomic_write_text`), and every such change updates the mtime of the directory holding the
@@ -26,14 +31,14 @@ import pyarrow.parquet as pq
 
 from llmbench.store.store import flatten
 
-INDEX_NAME = ".llmbench-index.parquet"
-INDEX_VERSION = "2"  # 2: the `contended` column
+INDEX_VERSION = "3"  # 3: kept in the user cache, rows carry `opt_*` engine options
+_PRUNE_AFTER_S = 30 * 86400  # an index unused this long (a deleted temp store) is removed
 _FILE_COLS = ("path", "_mtime_ns", "_size")
 
 
 def _scan(root: Path) -> dict[str, int]:
-    """Every record directory under root -> its mtime_ns. The root itself is left out: the
-    index file lives there and would change its mtime on every save; its own few files are
+    """Every record directory under root -> its mtime_ns. The root itself is left out (an older
+    llmbench kept its index there, changing its mtime on every save); its own few files are
     listed every time instead."""
     dirs: dict[str, int] = {}
     stack = [str(root)]
@@ -81,15 +86,23 @@ def _read_row(path: str, mtime_ns: int, size: int, metrics: set[str],
     return row
 
 
-def _cache_path(root: Path) -> Path:
-    """Next to the records; in the user cache when the store is read-only."""
-    own = root / INDEX_NAME
-    if os.access(root, os.W_OK):
-        return own
-    from platformdirs import user_cache_dir
+def index_path(root: Path | str) -> Path:
+    """Where the index of `root` is cached: the user cache, keyed by the resolved path."""
+    from llmbench.models.sources import cache_dir
 
-    key = hashlib.sha256(str(root.resolve()).encode()).hexdigest()[:16]
-    return Path(user_cache_dir("llmbench")) / f"index-{key}.parquet"
+    key = hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()[:24]
+    return cache_dir() / "index" / f"{key}.parquet"
+
+
+def _prune(folder: Path, keep: Path) -> None:
+    """Drop indexes nobody read for _PRUNE_AFTER_S (their stores are mostly gone)."""
+    cutoff = time.time() - _PRUNE_AFTER_S
+    try:
+        for p in folder.glob("*.parquet"):
+            if p != keep and p.stat().st_mtime < cutoff:
+                p.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def _table_from_rows(rows: list[dict[str, Any]]) -> pa.Table:
@@ -189,10 +202,19 @@ def _save(idx: Index, path: Path) -> None:
         os.close(fd)
         pq.write_table(t, tmp, compression="zstd")
         os.replace(tmp, path)
+        _prune(path.parent, path)
     except OSError as e:
         warnings.warn(f"could not save the results index {path}: {e}", stacklevel=3)
         if tmp:
             Path(tmp).unlink(missing_ok=True)
+
+
+def _touch(path: Path) -> None:
+    try:
+        if time.time() - path.stat().st_mtime > 86400:
+            os.utime(path)
+    except OSError:
+        pass
 
 
 def load_index(root: Path | str, full_check: bool = False, save: bool = True) -> Index:
@@ -200,12 +222,14 @@ def load_index(root: Path | str, full_check: bool = False, save: bool = True) ->
     root = Path(root).resolve()  # absolute paths: the same index whatever the cwd
     if not root.exists():
         return Index(_table_from_rows([]), [], [], {})
-    cache = _cache_path(root)
+    cache = index_path(root)
     old = _load_cached(cache)
     dirs = _scan(root)
     top = _list_files(str(root))
     if (old is not None and not full_check and old.dirs == dirs
             and top == old.top):
+        if save:
+            _touch(cache)  # in use: not pruned
         return old
     metrics = set(old.metrics) if old else set()
     workload = set(old.workload) if old else set()

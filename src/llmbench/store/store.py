@@ -193,7 +193,9 @@ class Store:
         cols = list(dict.fromkeys(k for r in rows for k in r))
         rows = [{k: r.get(k) for k in cols} for r in rows]
         con = duckdb.connect()
-        table = pa.Table.from_pylist(rows) if rows else pa.table({"run_id": pa.array([], pa.string())})
+        # An empty store still has the identity columns (a CSV header, a --where that names them).
+        table = pa.Table.from_pylist(rows) if rows else \
+            pa.table({c: pa.array([], pa.string()) for c in flatten({}, path=Path())})
         con.register("records", table)
         sql = "SELECT * FROM records"
         if where:
@@ -222,6 +224,14 @@ def flatten(d: dict[str, Any], path: Path | None = None) -> dict[str, Any]:
     for k, v in _section(d, "workload").items():
         if isinstance(v, (str, int, float, bool)) or v is None:
             row[k] = v
+    # Engine options that are not workload fields (transformers' loop, compile_mode, ...): two
+    # records can differ only there, so `results` must be able to show them.
+    opts, wl = b.get("options"), d.get("workload")
+    for k, v in (opts.items() if isinstance(opts, dict) else ()):
+        # (a corrupted record may hold anything where a section belongs: never a crash)
+        if (isinstance(v, (str, int, float, bool)) and k not in row
+                and not (isinstance(wl, dict) and k in wl)):
+            row[f"opt_{k}"] = v
     for name, st in _section(d, "metrics").items():
         if isinstance(st, dict):
             for s in STATS:

@@ -1,0 +1,131 @@
+"""One table per record kind: what a kind's records measured, one row per configuration.
+
+A figure needs a trend (two x values or more); a store with one perplexity run or one
+training point has none, yet its numbers must be readable. So every kind the store holds gets
+a table with the fields that tell its rows apart and the metrics that kind is about.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from llmbench.numfmt import fmt
+from llmbench.store.columns import distinguishing, said_once
+
+# (column, header, how to show it) per kind; a metric no record has is left out.
+KIND_METRICS: dict[str, list[tuple[str, str, str]]] = {
+    "perplexity": [("perplexity_mean", "perplexity", "num"), ("nll_per_token_mean", "NLL / token", "num"),
+                   ("scored_tokens_mean", "scored tokens", "int"),
+                   ("eval_throughput_tok_s_mean", "eval tok/s", "num")],
+    "training": [("tokens_per_s_mean", "tokens/s", "num"), ("tflops_mean", "TFLOP/s", "num"),
+                 ("mfu_mean", "MFU", "pct"), ("step_time_s_mean", "step s", "num"),
+                 ("mem_peak_gib_mean", "memory GiB", "num"), ("avg_power_w_mean", "power W", "int"),
+                 ("scaling_efficiency_mean", "scaling eff.", "pct")],
+    "serving": [("ttft_s_p50", "TTFT p50 s", "num"), ("ttft_s_p99", "TTFT p99 s", "num"),
+                ("tpot_s_p50", "TPOT p50 s", "num"), ("e2e_s_p50", "E2E p50 s", "num"),
+                ("output_throughput_tok_s_mean", "out tok/s", "num"),
+                ("request_throughput_req_s_mean", "req/s", "num"),
+                ("goodput_req_s_mean", "goodput req/s", "num")],
+    "inference": [("batch_latency_s_mean", "latency s", "num"), ("ttft_s_p50", "TTFT p50 s", "num"),
+                  ("tpot_s_p50", "TPOT p50 s", "num"),
+                  ("output_throughput_tok_s_mean", "out tok/s", "num"),
+                  ("total_throughput_tok_s_mean", "total tok/s", "num"),
+                  ("roofline_efficiency_total_throughput_tok_s", "roofline eff.", "pct")],
+}
+KIND_TITLES = {"perplexity": "Perplexity", "training": "Training throughput and MFU",
+               "serving": "Serving: latency and throughput per load",
+               "inference": "Offline inference"}
+# How a serving row's load reads: the one field that set it, never every option.
+LOAD_FIELDS = ("concurrency", "request_rate", "max_concurrency")
+MAX_ROWS = 60
+# Shown by the 'system' column or beside the load, never as their own column.
+_FOLDED = {"hardware", "hardware_count", "backend", "kind", "status", "load", *LOAD_FIELDS}
+# Derived labels (report/data.py) stand for their parts; identity columns are the 'system'.
+_SHOWN_ELSEWHERE = {"system", "engine", "source", "model_params_b", "tensor_parallel",
+                    "pipeline_parallel", "expert_parallel", "weight_dtype", "weight_quant",
+                    "kv_cache_dtype"}
+
+
+def kind_table(df: pd.DataFrame, kind: str) -> tuple[list[dict[str, str]], str]:
+    """Rows (display strings) for the ok records of one kind, duplicates of a configuration
+    merged by their mean, and a note (the values every row shares, rows left out)."""
+    d = df[(df["kind"] == kind) & (df["status"] == "ok")]
+    metrics = [(c, h, k) for c, h, k in KIND_METRICS.get(kind, []) if c in d and d[c].notna().any()]
+    if d.empty or not metrics:
+        return [], ""
+    cols = list(d.columns)
+    varying, same = distinguishing([c for c in cols if c not in _FOLDED and not c.startswith("_")],
+                                   lambda c: d[c].where(d[c].notna(), None).tolist())
+    shown, headers = said_once([c for c in varying if c not in _SHOWN_ELSEWHERE],
+                               lambda c: [value_text(v) for v in d[c]],
+                               lambda c: c.replace("_", " "))
+    keys = ["system", *([c for c in LOAD_FIELDS if kind == "serving" and c in d and d[c].notna().any()]),
+            *shown]
+    keys = list(dict.fromkeys(keys))
+    g = d.assign(**{k: d[k].astype(object).where(d[k].notna(), "–") for k in keys}) \
+        .groupby(keys, dropna=False, sort=False)
+    merged = g[[c for c, _, _ in metrics]].mean()
+    merged["records"] = g.size()
+    if "perplexity_std" in d:
+        merged["_std"] = g["perplexity_std"].mean()
+    # Numbers in numeric order (concurrency 2 before 16), text after, '–' last.
+    merged = merged.reset_index().sort_values(keys, key=lambda s: s.map(_order), kind="stable")
+    rows = []
+    for _, r in merged.head(MAX_ROWS).iterrows():
+        # What ran, what it measured, then the settings that tell the rows apart: with many
+        # settings (training) the numbers stay in view.
+        row = {"hardware · engine": str(r["system"])}
+        if "model" in shown:
+            row["model"] = value_text(r["model"])
+        if kind == "serving":
+            row["load"] = load_label(r)
+        for c, h, how in metrics:
+            row[h] = _show(r[c], how)
+            if c == "perplexity_mean" and "_std" in r and not pd.isna(r["_std"]) and r["_std"] > 0:
+                row[h] += f" ± {fmt(float(r['_std']), 2)}"
+        for k in shown:
+            if k != "model":
+                row[headers[k]] = value_text(r[k])
+        row["records"] = str(int(r["records"]))
+        rows.append(row)
+    notes = [f"every row: model {same['model']}"] if "model" in same else []
+    if len(merged) > MAX_ROWS:
+        notes.append(f"showing {MAX_ROWS} of {len(merged)} configurations")
+    return rows, " · ".join(notes)
+
+
+def load_label(r: pd.Series) -> str:
+    """'concurrency 8' for closed loop, 'rate 4 req/s' for open loop (with its cap)."""
+    c, rate, cap = (r.get(k, "–") for k in LOAD_FIELDS)
+    if value_text(c) != "–":
+        return f"concurrency {value_text(c)}"
+    if value_text(rate) != "–":
+        s = f"rate {value_text(rate)} req/s"
+        return s + (f" (≤ {value_text(cap)} in flight)" if value_text(cap) != "–" else "")
+    return "all at once" + (f" (≤ {value_text(cap)} in flight)" if value_text(cap) != "–" else "")
+
+
+def value_text(v) -> str:
+    """'–' for not set, 16 for 16.0."""
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return "–"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def _order(v):
+    if isinstance(v, (int, float, np.number)) and not isinstance(v, bool):
+        return (0, float(v), "")
+    return (2, 0.0, "") if v == "–" else (1, 0.0, str(v))
+
+
+def _show(v, how: str) -> str:
+    if v is None or pd.isna(v):
+        return "–"
+    if how == "pct":
+        return f"{v:.1%}"
+    if how == "int":
+        return f"{v:,.0f}"
+    return fmt(float(v))
