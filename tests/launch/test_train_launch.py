@@ -158,3 +158,18 @@ def test_baselines_count_whichever_run_stored_them(tmp_path, baseline_first):
     annotate_store(Store(tmp_path), [])  # idempotent: one ratio, one note
     (on_disk,) = [r for r in Store(tmp_path).records() if r.run_id == "task-1"]
     assert sum("scaling_efficiency" in n for n in on_disk.notes) == 1
+
+
+@needs_torch
+@pytest.mark.slow
+@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray not installed (pip install 'llmbench[ray]')")
+def test_training_sweep_on_a_local_ray_cluster(tmp_path):
+    res = tmp_path / "results"
+    keys = [k for _, k, _ in listed(res)]
+    r = run_cli(*SWEEP, "--results", res, "--executor", "ray",
+                env_extra={**fault_env({keys[2]: "segv"}), "RAY_ADDRESS": "", "RAY_AUTH_MODE": "disabled"})
+    assert r.returncode == 3, r.stderr[-3000:]
+    docs = {d["point_key"]: d for d in stored(res)}
+    assert set(docs) == set(keys) and len(stored(res)) == 3
+    assert docs[keys[2]]["error"].startswith("worker killed by signal 11 (SIGSEGV)")
+    assert [docs[k]["status"] for k in keys[:2]] == ["ok", "ok"]
