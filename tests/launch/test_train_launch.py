@@ -87,6 +87,7 @@ def test_point_k_runs_exactly_one_training_point(tmp_path):
     assert r.returncode == 0, r.stderr
     (d,) = stored(res)
     assert (d["point_key"], d["run_id"], d["status"]) == (lines[1][1], "array-7", "ok")
+    assert d["env"]["argv"][-4:] == ["--point", "1", "--run-id", "array-7"]  # the user's command
     assert "1 point(s) on cpu" in r.stderr and f"results: {res.resolve()}" in r.stdout
     r = run_cli(*SWEEP, "--results", res, "--point", "1", "--run-id", "array-7", "--resume")
     assert r.returncode == 0 and "skipped 1 point(s) already stored" in r.stderr

@@ -19,6 +19,7 @@ import re
 import select
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -43,14 +44,14 @@ def run_sweep_isolated(spec, results: Path, *, points: list | None = None, **kw)
 
 
 def run_group_isolated(kind: PointKind, group: list, ctx: Any, run_id: str,
-                       store: Store, say: Progress) -> list[Record]:
+                       store: Store, say: Progress, argv: list[str] | None = None) -> list[Record]:
     """Every point of the group ends with exactly one record of this run, whatever the
-    workers do."""
+    workers do. `argv`: the user's command, for the records (default: this process's)."""
     records: list[Record] = []
     remaining = list(group)
     before = existing(store, run_id)
     while remaining:
-        outcome = _Worker(kind, remaining, run_id, store, say).supervise()
+        outcome = _Worker(kind, remaining, run_id, store, say, argv or sys.argv).supervise()
         records.extend(outcome.records)
         done = {r.point_key for r in outcome.records}
         remaining = [p for p in remaining if p.key not in done]
@@ -98,15 +99,17 @@ class _Outcome:
 class _Worker:
     """One worker process for (the rest of) a group, watched by the parent."""
 
-    def __init__(self, kind: PointKind, points: list, run_id: str, store: Store, say: Progress):
+    def __init__(self, kind: PointKind, points: list, run_id: str, store: Store, say: Progress,
+                 argv: list[str]):
         self.kind, self.points, self.run_id, self.store, self.say = kind, points, run_id, store, say
+        self.argv = argv
         self.by_key = {p.key: p for p in points}
 
     def supervise(self) -> _Outcome:
         out = _Outcome()
         with tempfile.TemporaryDirectory(prefix="llmbench-worker-") as tmp:
             job = Path(tmp) / "job.json"
-            job.write_text(json.dumps({"kind": self.kind.name, "run_id": self.run_id,
+            job.write_text(json.dumps({"kind": self.kind.name, "run_id": self.run_id, "argv": self.argv,
                                        "results": str(self.store.root),
                                        "points": [p.model_dump(mode="json") for p in self.points]}))
             log = self.log = open(Path(tmp) / "worker.log", "w+b")

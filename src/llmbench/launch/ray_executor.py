@@ -15,6 +15,7 @@ local one started for the sweep.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +58,8 @@ def run_groups_ray(kind: PointKind, groups: list[list], ctx: Any, run_id: str, s
             # max_retries=0: a retried task would measure points twice; a lost task's points
             # are recorded as failed below and rerun with --resume --redo-failed.
             ref = task.options(**resources(first, kind), max_retries=0).remote(
-                kind.name, [p.model_dump(mode="json") for p in group], run_id, str(store.root))
+                kind.name, [p.model_dump(mode="json") for p in group], run_id, str(store.root),
+                sys.argv)
             running[ref] = group
             say("load", first, 0)
         while running:
@@ -113,7 +115,8 @@ def _connect(ray) -> None:
         ray.init(runtime_env=env, include_dashboard=False, log_to_driver=False)
 
 
-def _run_group_task(kind_name: str, point_docs: list[dict], run_id: str, results: str) -> list[dict]:
+def _run_group_task(kind_name: str, point_docs: list[dict], run_id: str, results: str,
+                    argv: list[str]) -> list[dict]:
     """On a Ray worker: run one group in an isolated process, return its records."""
     from llmbench.launch.isolated import run_group_isolated
     from llmbench.launch.kind import get_kind
@@ -121,5 +124,5 @@ def _run_group_task(kind_name: str, point_docs: list[dict], run_id: str, results
     kind = get_kind(kind_name)
     points = [kind.parse_point(d) for d in point_docs]
     recs = run_group_isolated(kind, points, kind.context(points), run_id, Store(results),
-                              lambda *a: None)
+                              lambda *a: None, argv=argv)
     return [r.model_dump(mode="json") for r in recs]

@@ -57,6 +57,8 @@ def main(argv: list[str]) -> int:
     from llmbench.store import Store
 
     job = json.loads(open(job_path).read())
+    if job.get("argv"):  # records (env.argv) name the user's command, not this worker's
+        sys.argv = list(job["argv"])
     kind = get_kind(job["kind"])
     points = [kind.parse_point(d) for d in job["points"]]
     ctx = kind.context(points)
