@@ -14,7 +14,7 @@ from llmbench.errors import SpecError
 from llmbench.launch import pipeline
 from llmbench.launch.failures import describe, is_out_of_memory, release_memory  # noqa: F401
 from llmbench.launch.kind import PointKind
-from llmbench.launch.pipeline import SweepResult  # noqa: F401 - the result type of run_sweep
+from llmbench.launch.pipeline import (SweepResult, resume_run_id, stored_count)  # noqa: F401 - the CLI's
 from llmbench.measure import env as envmod
 from llmbench.measure.power import open_meter
 from llmbench.measure.stats import summarize

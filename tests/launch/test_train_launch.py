@@ -62,6 +62,7 @@ def test_kill_9_a_training_sweep_then_resume(tmp_path):
     time.sleep(1.0)  # an orphaned worker, were there one, would write its record by now
     docs = stored(res)
     assert Counter(d["point_key"] for d in docs) == Counter(keys), (seed, kills)  # none doubled
+    assert len({d["run_id"] for d in docs}) == 1, (seed, kills)  # --resume continues the run
     assert all(d["status"] == "ok" for d in docs), (seed, kills)
 
 
@@ -90,8 +91,36 @@ def test_point_k_runs_exactly_one_training_point(tmp_path):
     assert d["env"]["argv"][-4:] == ["--point", "1", "--run-id", "array-7"]  # the user's command
     assert "1 point(s) on cpu" in r.stderr and f"results: {res.resolve()}" in r.stdout
     r = run_cli(*SWEEP, "--results", res, "--point", "1", "--run-id", "array-7", "--resume")
-    assert r.returncode == 0 and "skipped 1 point(s) already stored" in r.stderr
+    assert r.returncode == 0 and "1 point(s) were stored by an earlier invocation" in r.stderr
+    assert "ok (earlier)" in r.stdout
     assert len(stored(res)) == 1
+
+
+@needs_torch
+@pytest.mark.slow
+def test_ctrl_c_names_the_command_that_continues_the_same_run(tmp_path):
+    res = tmp_path / "results"
+    keys = [k for _, k, _ in listed(res)]
+    env = {**os.environ, **fault_env({keys[1]: "hang"}), "COLUMNS": "200"}
+    p = subprocess.Popen([*LLMBENCH, *SWEEP, "--results", str(res)], env=env, text=True,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 180
+    while not (res.exists() and stored(res)):  # point 0 stored; the worker hangs before point 1
+        assert p.poll() is None and time.monotonic() < deadline, p.communicate()
+        time.sleep(0.2)
+    time.sleep(0.5)
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130 and "Traceback" not in out + err, err
+    [first] = stored(res)
+    line = " ".join(err.split())
+    cmd = f"llmbench {' '.join(SWEEP)} --results {res} --resume --run-id {first['run_id']}"
+    assert f"interrupted: 1 of 3 points stored in {res}; continue with `{cmd}`" in line, err
+    r = run_cli(*cmd.split()[1:])
+    assert r.returncode == 0, r.stderr
+    docs = stored(res)
+    assert {d["run_id"] for d in docs} == {first["run_id"]} and len(docs) == 3
+    assert r.stdout.count("ok (earlier)") == 1
 
 
 @needs_torch

@@ -31,6 +31,8 @@ class SweepResult:
     results_dir: Path
     records: list[Record] = field(default_factory=list)
     skipped: int = 0
+    #: with --resume: the stored records of the skipped points, so a summary covers the sweep
+    earlier: list[Record] = field(default_factory=list)
 
     @property
     def failed(self) -> list[Record]:
@@ -45,9 +47,8 @@ def run_sweep(kind: PointKind, points: list, results: Path, *, executor: str = "
     # nothing runs unless every point can; a Ray driver checks devices against its cluster
     ctx = kind.prepare(points, local_devices=executor != "ray")
     store = Store(Path(results).resolve() if executor == "ray" else results)
-    result = SweepResult(run_id or new_run_id(), store.root)
-    todo, result.skipped = pending(points, store, resume=resume, redo_failed=redo_failed)
     say = progress or (lambda *a: None)
+    result, todo = start(points, store, run_id, resume=resume, redo_failed=redo_failed, say=say)
     groups = group_points(kind, todo)
     if executor == "ray":
         from llmbench.launch.ray_executor import run_groups_ray
@@ -62,6 +63,64 @@ def run_sweep(kind: PointKind, points: list, results: Path, *, executor: str = "
             result.records.extend(runner(kind, group, ctx, result.run_id, store, say))
     result.records = kind.finish(store, result.records)
     return result
+
+
+def start(points: list, store: Store, run_id: str | None, *, resume: bool, redo_failed: bool,
+          say: Progress) -> tuple[SweepResult, list]:
+    """The sweep's result holder and the points still to run. --resume without a run id
+    continues the run that last stored one of these points; skipped points are reported to
+    `say` ("skip") so progress counts the whole sweep."""
+    if run_id is None and (resume or redo_failed):
+        run_id = resume_run_id(store, points)
+    result = SweepResult(run_id or new_run_id(), store.root)
+    todo, result.skipped = pending(points, store, resume=resume, redo_failed=redo_failed)
+    if result.skipped:
+        left = {p.key for p in todo}
+        skipped = [p for p in points if p.key not in left]
+        newest = _newest_records(store, {p.key for p in skipped})
+        result.earlier = [newest[p.key] for p in skipped if p.key in newest]
+        for p in skipped:
+            say("skip", p, 0)
+    return result, todo
+
+
+def _newest_records(store: Store, keys: set[str]) -> dict[str, Record]:
+    newest: dict[str, dict] = {}
+    for _, d in store.raw():
+        k = d.get("point_key")
+        if k in keys and str(d.get("created_at", "")) >= str(newest.get(k, {}).get("created_at", "")):
+            newest[k] = d
+    return {k: Record.model_validate(d) for k, d in newest.items()}
+
+
+def resume_run_id(store: Store, points: list) -> str | None:
+    """The run that most recently stored a record of one of these points (None: no such run)."""
+    keys = {p.key for p in points}
+    best: tuple[str, str] | None = None
+    for _, d in store.raw():
+        if d.get("point_key") in keys:
+            cand = (str(d.get("created_at", "")), str(d.get("run_id")))
+            best = cand if best is None or cand > best else best
+    return best[1] if best else None
+
+
+def stored_count(store: Store, points: list) -> int:
+    """How many of these points have a record in the store (any status)."""
+    done = store.done_keys(include_failed=True)
+    return sum(p.key in done for p in points)
+
+
+def resume_command(run_id: str, argv: list[str]) -> str:
+    """The user's command line (argv[1:]), with --resume and this run's id added if missing:
+    what continues an interrupted sweep."""
+    import shlex
+
+    args = argv[1:]
+    if not any(a == "--resume" or a == "--redo-failed" for a in args):
+        args = [*args, "--resume"]
+    if not any(a == "--run-id" or a.startswith("--run-id=") for a in args):
+        args = [*args, "--run-id", run_id]
+    return shlex.join(["llmbench", *args])
 
 
 def pending(points: list, store: Store, *, resume: bool, redo_failed: bool) -> tuple[list, int]:

@@ -18,9 +18,11 @@ from rich.console import Console
 
 from llmbench.errors import SpecError
 from llmbench.hardware.device import DEVICE_HELP, resolve_device
-from llmbench.launch.pipeline import check_run_id, pick_point, run_sweep
+from llmbench.launch.pipeline import (check_run_id, pick_point, resume_command, resume_run_id,
+                                      run_sweep, stored_count)
 from llmbench.numfmt import fmt
 from llmbench.spec import parse_list
+from llmbench.store import Store, new_run_id
 from llmbench.store.store import DEFAULT_RESULTS
 from llmbench.train.kind import TrainingKind
 
@@ -98,21 +100,33 @@ def train(
         for i, p in enumerate(points, start=point or 0):
             print(f"{i}\t{p.key}\t{_describe(p)}")  # tab-separated for scripts (rich would expand tabs)
         return
-    console.print(f"[bold]llmbench train[/] {len(points)} point(s) on {device} -> {results}")
+    store = Store(results)
+    if run_id is None:  # fixed here so that an interrupted run can name it for --resume
+        run_id = (resume_run_id(store, points) if resume or redo_failed else None) or new_run_id()
+    console.print(f"[bold]llmbench train[/] {len(points)} point(s) on {device} -> {results} (run {run_id})",
+                  highlight=False)
 
     def progress(event, p, n):
         if event == "start":
             console.print(f"  {_describe(p)} ...", markup=False, highlight=False)
 
-    result = run_sweep(kind, points, results, executor="ray" if executor == "ray" else
-                       "isolated" if isolate else "in-process", run_id=run_id, resume=resume,
-                       redo_failed=redo_failed, progress=progress)
+    try:
+        result = run_sweep(kind, points, results, executor="ray" if executor == "ray" else
+                           "isolated" if isolate else "in-process", run_id=run_id, resume=resume,
+                           redo_failed=redo_failed, progress=progress)
+    except KeyboardInterrupt:
+        args = sys.argv[1:] if sys.argv[1:2] == ["train"] else ["train", *sys.argv[1:]]
+        console.print(f"interrupted: {stored_count(store, points)} of {len(points)} points stored in "
+                      f"{results}; continue with `{resume_command(run_id, ['llmbench', *args])}`",
+                      highlight=False, soft_wrap=True)
+        sys.exit(130)
     summary(result)
     for r in result.failed:
         console.print(f"[red]failed[/] {r.model.name} {r.point_key}: {(r.error or '').splitlines()[0]}",
                       highlight=False)
     if result.skipped:
-        console.print(f"skipped {result.skipped} point(s) already stored (--resume)")
+        console.print(f"{result.skipped} point(s) were stored by an earlier invocation (--resume); "
+                      "marked 'earlier'")
     out.print(f"results: {result.results_dir.resolve()} (run {result.run_id}); "
               f"query with: llmbench results --results {result.results_dir}", highlight=False)
     if result.failed:
@@ -155,7 +169,7 @@ def summary(result) -> None:
     for c in ("model", "device", "seq", "mb", "ga", "n", "prec", "sparse", "compile", "status",
               "step s", "tok/s", "TFLOP/s", "MFU", "MFU meas.", "mem GiB", "J/tok", "extra"):
         t.add_column(c, justify="left" if c in ("model", "device", "status") else "right")
-    for r in result.records:
+    for r, earlier in [(r, True) for r in result.earlier] + [(r, False) for r in result.records]:
         w = r.workload
         extra = ", ".join(f"{k}={fmt(r.metric(k))}" for k in ("scaling_efficiency", "speedup_vs_dense")
                           if r.metric(k) is not None)
@@ -164,7 +178,7 @@ def summary(result) -> None:
         t.add_row(r.model.name, (r.spec or {}).get("device", "-"), str(w.get("seq_len")),
                   str(w.get("micro_batch")), str(w.get("grad_accum")), str(w.get("nproc")),
                   w.get("precision"), w.get("sparsity"), str(w.get("compile")),
-                  "ok" if r.status == "ok" else f"[red]{r.status}[/]",
+                  ("ok" if r.status == "ok" else f"[red]{r.status}[/]") + (" (earlier)" if earlier else ""),
                   fmt(r.metric("step_time_s", "median")), fmt(r.metric("tokens_per_s")),
                   fmt(r.metric("tflops")), fmt(r.metric("mfu")), fmt(r.metric("mfu_measured_peak")),
                   fmt(r.metric("mem_peak_gib")), fmt(r.metric("energy_per_token_j")), extra)
