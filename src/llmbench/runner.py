@@ -1,39 +1,28 @@
-"""Expand a sweep, validate every point before anything runs, run points grouped so each
-model loads once per group, and write one record per point as soon as it is measured."""
+"""Inference points (offline, perplexity) as a kind of the shared pipeline (launch/kind.py):
+validate every point before anything runs, group points so each model loads once per group,
+run a group's points on its loaded engine."""
 
 from __future__ import annotations
 
 import os
 import time
-import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from llmbench.backends import backend_class, require_installed
-from llmbench.errors import LLMBenchError, SpecError
+from llmbench.errors import SpecError
+from llmbench.launch import pipeline
+from llmbench.launch.failures import describe, is_out_of_memory, release_memory  # noqa: F401
+from llmbench.launch.kind import PointKind
+from llmbench.launch.pipeline import (SweepResult, resume_run_id, stored_count)  # noqa: F401 - the CLI's
 from llmbench.measure import env as envmod
 from llmbench.measure.contention import ContentionWatch, WatchedMeter
 from llmbench.measure.power import open_meter
 from llmbench.measure.stats import summarize
 from llmbench.models.sources import ModelRef, resolve
 from llmbench.spec import Point, SweepSpec
-from llmbench.store import Record, Store, new_run_id
+from llmbench.store import Record
 from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo
-
-
-@dataclass
-class SweepResult:
-    run_id: str
-    results_dir: Path
-    records: list[Record] = field(default_factory=list)
-    skipped: int = 0
-    #: with --resume: the stored records of the skipped points, so a summary covers the sweep
-    earlier: list[Record] = field(default_factory=list)
-
-    @property
-    def failed(self) -> list[Record]:
-        return [r for r in self.records if r.status == "failed"]
 
 
 def validate(points: list[Point], *, local_devices: bool = True) -> dict[str, ModelRef]:
@@ -179,173 +168,86 @@ def attach_roofline(rec: Record) -> None:
 
 def run_sweep(spec: SweepSpec, results: Path, *, run_id: str | None = None, resume: bool = False,
               redo_failed: bool = False, progress: Callable[[str, Point | None, int], None] | None = None,
-              points: list[Point] | None = None, group_runner=None) -> SweepResult:
-    """Validate everything, then run each load group with `group_runner` (in this process by
-    default; launch/isolated.py passes one that runs groups in worker processes)."""
+              points: list[Point] | None = None, executor: str = "in-process") -> SweepResult:
+    """An inference sweep through the shared pipeline (launch/pipeline.py); in this process
+    by default (`llmbench run --in-process`)."""
     points = points if points is not None else spec.points()
-    models = validate(points)  # nothing runs unless every point can
-    store = Store(results)
-    say = progress or (lambda *a: None)
-    result, points = start(points, store, run_id, resume=resume, redo_failed=redo_failed, say=say)
-    group_runner = group_runner or run_group
-    for group in group_points(points):
-        result.records.extend(group_runner(group, models, result.run_id, store, say))
-    return result
+    return pipeline.run_sweep(InferenceKind(), points, results, executor=executor, run_id=run_id,
+                              resume=resume, redo_failed=redo_failed, progress=progress)
 
 
-def start(points: list[Point], store: Store, run_id: str | None, *, resume: bool,
-          redo_failed: bool, say=None) -> tuple[SweepResult, list[Point]]:
-    """The sweep's result holder and the points still to run. --resume without a run id
-    continues the run that last stored one of these points; skipped points are reported to
-    `say` ("skip") so progress counts the whole sweep."""
-    if run_id is None and (resume or redo_failed):
-        run_id = resume_run_id(store, points)
-    result = SweepResult(run_id or new_run_id(), store.root)
-    todo, result.skipped = pending(points, store, resume=resume, redo_failed=redo_failed)
-    if result.skipped:
-        left = {p.key for p in todo}
-        skipped = [p for p in points if p.key not in left]
-        newest = _newest_records(store, {p.key for p in skipped})
-        result.earlier = [newest[p.key] for p in skipped if p.key in newest]
-        for p in skipped:
-            (say or (lambda *a: None))("skip", p, 0)
-    return result, todo
+class InferenceKind(PointKind):
+    """Offline and perplexity points: a group is the points that share an engine load."""
 
+    name = "inference"
 
-def _newest_records(store: Store, keys: set[str]) -> dict[str, Record]:
-    newest: dict[str, dict] = {}
-    for _, d in store.raw():
-        k = d.get("point_key")
-        if k in keys and str(d.get("created_at", "")) >= str(newest.get(k, {}).get("created_at", "")):
-            newest[k] = d
-    return {k: Record.model_validate(d) for k, d in newest.items()}
+    def parse_point(self, doc: dict) -> Point:
+        return Point.model_validate(doc)
 
+    def prepare(self, points: list[Point], *, local_devices: bool = True) -> dict[str, ModelRef]:
+        return validate(points, local_devices=local_devices)
 
-def resume_run_id(store: Store, points: list[Point]) -> str | None:
-    """The run that most recently stored a record of one of these points (None: no such run)."""
-    keys = {p.key for p in points}
-    best: tuple[str, str] | None = None
-    for _, d in store.raw():
-        if d.get("point_key") in keys:
-            cand = (str(d.get("created_at", "")), str(d.get("run_id")))
-            best = cand if best is None or cand > best else best
-    return best[1] if best else None
+    def context(self, points: list[Point]) -> dict[str, ModelRef]:
+        return {name: resolve(name) for name in {p.model for p in points}}
 
+    def device_problems(self, points, count, where=""):
+        return device_problems(points, count, where)
 
-def stored_count(store: Store, points: list[Point]) -> int:
-    """How many of these points have a record in the store (any status)."""
-    done = store.done_keys(include_failed=True)
-    return sum(p.key in done for p in points)
+    def devices(self, p: Point) -> int:
+        return p.options.tensor_parallel * p.options.pipeline_parallel if p.device.startswith("cuda") else 0
 
+    def load_key(self, p: Point) -> tuple:
+        return p.load_key
 
-def pending(points: list[Point], store: Store, *, resume: bool, redo_failed: bool) -> tuple[list[Point], int]:
-    """The points still to run and how many were skipped. --redo-failed implies --resume."""
-    if not (resume or redo_failed):
-        return points, 0
-    done = store.done_keys(include_failed=not redo_failed)
-    todo = [p for p in points if p.key not in done]
-    return todo, len(points) - len(todo)
+    def base_record(self, p: Point, run_id: str, models: dict[str, ModelRef]) -> Record:
+        return base_record(p, run_id, models[p.model], backend_class(p.backend))
 
-
-def group_points(points: list[Point]) -> list[list[Point]]:
-    """Points sharing a load key, in sweep order: one engine load per group."""
-    groups: dict[tuple, list[Point]] = {}
-    for p in points:
-        groups.setdefault(p.load_key, []).append(p)
-    return list(groups.values())
-
-
-def failed_record(point: Point, run_id: str, model: ModelRef, cause: str) -> Record:
-    rec = base_record(point, run_id, model, backend_class(point.backend))
-    rec.status, rec.error = "failed", cause
-    return rec
-
-
-def run_group(group: list[Point], models: dict[str, ModelRef], run_id: str, store: Store,
-              say: Callable[[str, Point | None, int], None],
-              before_point: Callable[[Point], None] | None = None,
-              on_record: Callable[[Record, Path], None] | None = None) -> list[Record]:
-    """Load the group's engine once, run its points in order, write each record as soon as it
-    is measured. An engine's Python-level failure costs its point (or, at load, the group);
-    a crash of the process itself is the isolating launcher's business."""
-    first = group[0]
-    cls = backend_class(first.backend)
-    backend = cls(first, models[first.model])
-    load_error = None
-    say("load", first, 0)
-    t0 = time.perf_counter()
-    try:
-        backend.load()
-    except Exception as e:  # the engine's own failure: costs this group, not the sweep
-        load_error = _describe(e)
-    load_s = time.perf_counter() - t0
-    records = []
-    for p in group:
-        rec = base_record(p, run_id, models[p.model], cls)
+    def run_group(self, group, models, run_id, say, before_point=None):
+        """Load the group's engine once, run its points in order. An engine's Python-level
+        failure costs its point (or, at load, the group); a crash of the process itself is
+        the isolating launcher's business."""
+        first = group[0]
+        cls = backend_class(first.backend)
+        backend = cls(first, models[first.model])
+        load_error = None
+        say("load", first, 0)
+        t0 = time.perf_counter()
         try:
-            rec.backend.version = backend.version()
-        except Exception:
-            pass
-        if load_error:
-            rec.status, rec.error = "failed", f"load failed: {load_error}"
-        else:
-            say("start", p, 0)
+            backend.load()
+        except Exception as e:  # the engine's own failure: costs this group, not the sweep
+            load_error = describe(e)
+        load_s = time.perf_counter() - t0
+        for p in group:
+            rec = base_record(p, run_id, models[p.model], cls)
             try:
-                if before_point:
-                    before_point(p)
-                backend.point, backend.engine_options = p, p.options
-                run_point(backend, p, rec, on_repeat=lambda: say("repeat", p, 1))
-                say("measured", p, 0)  # the engine's part is over; what follows is bookkeeping
-                rec.metrics["load_time_s"] = summarize([load_s], "s", keep_samples=False)
-                rec.backend.options = backend.effective_options()
-                for k, v in backend.model_facts().items():
-                    setattr(rec.model, k, v)
-                rec.workload.update(backend.workload_facts())
-                attach_roofline(rec)
-            except Exception as e:
-                rec.status, rec.error = "failed", _describe(e)
-                _release_memory()
-        path = store.write(rec)
-        records.append(rec)
-        if on_record:
-            on_record(rec, path)
-        say("done", p, 0)
-    try:
-        backend.close()
-    except Exception:
-        pass
-    return records
-
-
-def _release_memory() -> None:
-    """After a failed point (e.g. out of memory), hand cached device memory back before the
-    next point; only when torch is already loaded (never import it for this)."""
-    import sys
-
-    torch = sys.modules.get("torch")
-    if torch is not None:
+                rec.backend.version = backend.version()
+            except Exception:
+                pass
+            if load_error:
+                rec.status, rec.error = "failed", f"load failed: {load_error}"
+            else:
+                say("start", p, 0)
+                try:
+                    if before_point:
+                        before_point(p)
+                    backend.point, backend.engine_options = p, p.options
+                    run_point(backend, p, rec, on_repeat=lambda: say("repeat", p, 1))
+                    say("measured", p, 0)  # the engine's part is over; what follows is bookkeeping
+                    rec.metrics["load_time_s"] = summarize([load_s], "s", keep_samples=False)
+                    rec.backend.options = backend.effective_options()
+                    for k, v in backend.model_facts().items():
+                        setattr(rec.model, k, v)
+                    rec.workload.update(backend.workload_facts())
+                    attach_roofline(rec)
+                except Exception as e:
+                    rec.status, rec.error = "failed", describe(e)
+                    release_memory()
+            yield p, rec
         try:
-            if torch.cuda.is_available():
-                torch.cuda.empty_cache()
+            backend.close()
         except Exception:
             pass
 
 
-def is_out_of_memory(e: BaseException) -> bool:
-    """torch.cuda.OutOfMemoryError (torch.OutOfMemoryError), MemoryError, or an engine's own
-    out-of-memory message; checked by name so that torch is never imported for it."""
-    names = {c.__name__ for c in type(e).__mro__}
-    if "OutOfMemoryError" in names or isinstance(e, MemoryError):
-        return True
-    text = str(e).lower()
-    return "out of memory" in text or "cuda_error_out_of_memory" in text
-
-
-def _describe(e: BaseException) -> str:
-    if is_out_of_memory(e):
-        first = (str(e).strip().splitlines() or [""])[0][:500]
-        return f"out of memory: {type(e).__name__}: {first}"
-    if isinstance(e, LLMBenchError):
-        return f"{type(e).__name__}: {e}"
-    tb = traceback.format_exception(type(e), e, e.__traceback__, limit=-3)
-    return f"{type(e).__name__}: {e}\n" + "".join(tb)[-2000:]
+# kept under their former names: tests and tools import them from here
+_describe = describe

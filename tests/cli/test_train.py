@@ -44,3 +44,21 @@ def test_bad_input_exits_2(tmp_path):
     assert "huge" in r.stderr and "small" in r.stderr
     r = _train("--workload", "gpt2", "--micro-batch", "two", results=tmp_path)
     assert r.returncode == 2
+
+
+def test_device_defaults_to_the_first_accelerator(tmp_path, monkeypatch, capsys):
+    """`--device` left out means `auto`: resolved by hardware.device.resolve_device (here made
+    to see a GPU), so the points ask for cuda, which the device check (made to see none)
+    refuses."""
+    import llmbench.hardware.device as device
+    import llmbench.train.command as command
+    from llmbench.cli import main
+
+    seen = []
+    monkeypatch.setattr(command, "resolve_device", lambda d: seen.append(d) or "cuda")
+    monkeypatch.setattr(device, "cuda_device_count", lambda: 0)
+    with pytest.raises(SystemExit) as e:
+        main(["train", "--workload", "block", "--hidden", "32", "--heads", "2", "--seq-len", "8",
+              "--list-points", "--results", str(tmp_path)])
+    assert seen == ["auto"]
+    assert e.value.code == 2 and "'cuda' asked for, but no CUDA device is present" in capsys.readouterr().err

@@ -4,9 +4,16 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from llmbench.launch.pipeline import run_sweep  # noqa: E402
 from llmbench.store.store import Store  # noqa: E402
 from llmbench.train.config import TrainPoint  # noqa: E402
-from llmbench.train.runner import run_points  # noqa: E402
+from llmbench.train.kind import TrainingKind  # noqa: E402
+
+
+def run_points(points, results):
+    """The shared pipeline, in this process (the isolated launcher is tested in
+    tests/launch/test_train_launch.py)."""
+    return run_sweep(TrainingKind(), points, results, executor="in-process").records
 
 TINY = {
     "block": dict(workload="block", hidden=64, heads=4, seq_len=32, micro_batch=2),

@@ -1,2 +1,3 @@
-"""How a point runs: in-process (runner.run_sweep), in isolated worker processes
-(isolated.py, the default), or as Ray tasks on many machines (ray_executor.py)."""
+"""How points run, for every kind of point (launch/kind.py): the pipeline (pipeline.py) runs
+groups in-process, in isolated worker processes (isolated.py + worker.py, the default; torchrun
+for N-process training points) or as Ray tasks on many machines (ray_executor.py)."""

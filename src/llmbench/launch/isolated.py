@@ -1,15 +1,18 @@
-"""Run a sweep's point groups in isolated worker processes, so that an engine's crash
-(segfault, abort, OOM kill), a CUDA out-of-memory or a hang costs only the point it happened
-in: that point gets a `status='failed'` record naming the cause, a fresh worker is started for
-the rest of its group, and the sweep goes on.
+"""Run a sweep's point groups in isolated worker processes, so that a crash (segfault,
+abort, OOM kill), a CUDA out-of-memory or a hang costs only the point it happened in: that
+point gets a `status='failed'` record naming the cause, a fresh worker is started for the
+rest of its group, and the sweep goes on. The same for every kind of point (launch/kind.py).
 
-One worker per group of points that share an engine load (`Point.load_key`), so a model loads
-once per group (once more after each crash). Groups run one after another: points measured
-side by side on one machine would disturb each other's timings.
+One worker per group of points that share a load (`kind.load_key`), so a model loads once per
+group (once more after each crash). Groups run one after another: points measured side by side
+on one machine would disturb each other's timings. A group whose points need N processes
+(a torchrun training point) is one unit: the worker command is torchrun's, the events come
+from rank 0, and a crash of any rank fails the point.
 """
 
 from __future__ import annotations
 
+import ctypes
 import json
 import os
 import re
@@ -19,13 +22,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from llmbench.measure.env import user_argv
-from llmbench.models.sources import ModelRef
-from llmbench.runner import SweepResult, failed_record, run_sweep
-from llmbench.spec import Point, SweepSpec
+from llmbench.launch.failures import failed_record
+from llmbench.launch.kind import PointKind, Progress
 from llmbench.store import Record, Store
 from llmbench.store.store import atomic_write_text
 
@@ -34,25 +35,23 @@ DEFAULT_TIMEOUT_S = 3600.0
 #: Loading an engine has its own limit (at least this long, whatever timeout_s says).
 LOAD_TIMEOUT_S = 1800.0
 
-Progress = Callable[[str, Point | None, int], None]
+
+def run_sweep_isolated(spec, results: Path, *, points: list | None = None, **kw):
+    """An inference sweep with isolated workers (`llmbench run`'s default)."""
+    from llmbench.runner import run_sweep
+
+    return run_sweep(spec, results, points=points, executor="isolated", **kw)
 
 
-def run_sweep_isolated(spec: SweepSpec, results: Path, *, resume: bool = False,
-                       redo_failed: bool = False, progress: Progress | None = None,
-                       points: list[Point] | None = None, run_id: str | None = None) -> SweepResult:
-    return run_sweep(spec, results, run_id=run_id, resume=resume, redo_failed=redo_failed,
-                     progress=progress, points=points, group_runner=run_group_isolated)
-
-
-def run_group_isolated(group: list[Point], models: dict[str, ModelRef], run_id: str,
-                       store: Store, say: Progress) -> list[Record]:
+def run_group_isolated(kind: PointKind, group: list, ctx: Any, run_id: str,
+                       store: Store, say: Progress, argv: list[str] | None = None) -> list[Record]:
     """Every point of the group ends with exactly one record of this run, whatever the
-    workers do."""
+    workers do. `argv`: the user's command, for the records (default: this process's)."""
     records: list[Record] = []
     remaining = list(group)
     before = existing(store, run_id)
     while remaining:
-        outcome = _Worker(remaining, run_id, store, say).supervise()
+        outcome = _Worker(kind, remaining, run_id, store, say, argv or sys.argv).supervise()
         records.extend(outcome.records)
         done = {r.point_key for r in outcome.records}
         remaining = [p for p in remaining if p.key not in done]
@@ -64,7 +63,7 @@ def run_group_isolated(group: list[Point], models: dict[str, ModelRef], run_id: 
         for p in outcome.blame:
             rec = stored_since(store, run_id, p, before)
             if rec is None:
-                rec = failed_record(p, run_id, models[p.model], outcome.cause)
+                rec = failed_record(kind, p, run_id, ctx, outcome.cause)
                 store.write(rec)
             records.append(rec)
             say("done", p, 0)
@@ -77,7 +76,7 @@ def existing(store: Store, run_id: str) -> set[Path]:
     return set((store.root / run_id).glob("*.json"))
 
 
-def stored_since(store: Store, run_id: str, p: Point, before: set[Path]) -> Record | None:
+def stored_since(store: Store, run_id: str, p, before: set[Path]) -> Record | None:
     """The record a worker wrote for `p` just before it died, if it got that far (records
     that were there before, e.g. an earlier failure of the same --run-id, do not count)."""
     for path in sorted((store.root / run_id).glob(f"*-{p.key}-*.json")):
@@ -94,43 +93,54 @@ class _Outcome:
     def __init__(self) -> None:
         self.records: list[Record] = []
         self.cause: str | None = None
-        self.blame: list[Point] = []
+        self.blame: list = []
 
 
 class _Worker:
     """One worker process for (the rest of) a group, watched by the parent."""
 
-    def __init__(self, points: list[Point], run_id: str, store: Store, say: Progress):
-        self.points, self.run_id, self.store, self.say = points, run_id, store, say
+    def __init__(self, kind: PointKind, points: list, run_id: str, store: Store, say: Progress,
+                 argv: list[str]):
+        self.kind, self.points, self.run_id, self.store, self.say = kind, points, run_id, store, say
+        self.argv = argv
         self.by_key = {p.key: p for p in points}
 
     def supervise(self) -> _Outcome:
         out = _Outcome()
         with tempfile.TemporaryDirectory(prefix="llmbench-worker-") as tmp:
             job = Path(tmp) / "job.json"
-            job.write_text(json.dumps({"run_id": self.run_id, "results": str(self.store.root),
-                                       "points": [p.model_dump(mode="json") for p in self.points],
-                                       "argv": user_argv()}))  # the user's, for env.argv
+            job.write_text(json.dumps({"kind": self.kind.name, "run_id": self.run_id, "argv": self.argv,
+                                       "results": str(self.store.root),
+                                       "points": [p.model_dump(mode="json") for p in self.points]}))
             log = self.log = open(Path(tmp) / "worker.log", "w+b")
-            r, w = os.pipe()
+            # Events come through a named pipe, not an inherited descriptor: torchrun closes
+            # those before it starts its ranks. Holding a write end ourselves keeps the pipe
+            # from reading as closed before the worker opens it; a death is seen by poll().
+            events = Path(tmp) / "events"
+            os.mkfifo(events, 0o600)
+            r = os.open(events, os.O_RDONLY | os.O_NONBLOCK)
+            keep = os.open(events, os.O_WRONLY)
+            prefix, extra_env = self.kind.command(self.points)
+            # the engine, so that the worker can load it before numpy (launch/worker.py says why)
+            extra_env = {**extra_env, "LLMBENCH_WORKER_ENGINE": str(getattr(self.points[0], "backend", ""))}
+            proc = None
             try:
                 proc = subprocess.Popen(
-                    [sys.executable, "-m", "llmbench.launch.worker", str(job), str(w)],
-                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, pass_fds=(w,),
-                    env={**os.environ, "LLMBENCH_WORKER_ENGINE": self.points[0].backend},
-                    start_new_session=True)  # its own process group: engine children die with it
-            finally:
-                os.close(w)
-            try:
+                    [*prefix, "-m", "llmbench.launch.worker", str(job), str(events)],
+                    stdin=subprocess.DEVNULL, stdout=log, stderr=log, env={**os.environ, **extra_env},
+                    start_new_session=True,  # its own process group: engine children die with it
+                    preexec_fn=_die_with_parent)
                 self._watch(proc, r, out, log)
             finally:
                 os.close(r)
-                _kill_group(proc)
+                os.close(keep)
+                if proc is not None:
+                    _kill_group(proc)
                 log.close()
         return out
 
     def _watch(self, proc: subprocess.Popen, r: int, out: _Outcome, log) -> None:
-        self.current: Point | None = None
+        self.current = None
         self.started = False  # the engine loaded: a point started or a record came
         self.limit = max(LOAD_TIMEOUT_S, _timeout(self.points[0]))
         self.deadline = time.monotonic() + self.limit
@@ -223,7 +233,10 @@ def _read_lines(fd: int, buf: bytes, eof: bool, wait_s: float) -> tuple[list[byt
     if not eof:
         ready, _, _ = select.select([fd], [], [], wait_s)
         while ready:
-            chunk = os.read(fd, 65536)
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                break
             if not chunk:
                 eof = True
                 break
@@ -233,8 +246,17 @@ def _read_lines(fd: int, buf: bytes, eof: bool, wait_s: float) -> tuple[list[byt
     return [x for x in lines if x.strip()], buf, eof
 
 
-def _timeout(p: Point) -> float:
+def _timeout(p) -> float:
     return p.timeout_s if p.timeout_s else DEFAULT_TIMEOUT_S
+
+
+def _die_with_parent() -> None:
+    """In the worker's child before exec: SIGKILL when llmbench dies (Linux), so that a
+    killed sweep leaves no worker (or torchrun agent) that keeps writing records."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
 
 
 def _exit_cause(rc: int) -> str:

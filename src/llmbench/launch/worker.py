@@ -1,9 +1,12 @@
-"""The isolated worker: `python -m llmbench.launch.worker JOB.json EVENTS_FD`.
+"""The worker: `python -m llmbench.launch.worker JOB.json EVENTS` (every kind of point).
 
-Runs one group of points (same engine load) with runner.run_group and reports progress as
-JSON lines on the inherited pipe EVENTS_FD (never stdout: engines print there). Records are
-written by the worker itself, atomically, so a record is either complete on disk or absent.
-The worker dies with its parent, so a killed sweep leaves no orphan that keeps writing.
+Runs one group of points (same load) with pipeline.run_group and reports progress as JSON
+lines into the named pipe EVENTS (never stdout: engines print there). Records are written by
+the worker itself, atomically, so a record is either complete on disk or absent. The worker
+dies with its parent, so a killed sweep leaves no orphan that keeps writing.
+
+Under torchrun (an N-process training point) every rank runs this module; rank 0 alone
+reports events and writes records.
 """
 
 from __future__ import annotations
@@ -48,26 +51,30 @@ def _die_with_parent() -> None:
 
 
 def main(argv: list[str]) -> int:
-    job_path, fd = argv[0], int(argv[1])
+    job_path, events = argv[0], argv[1]
     _die_with_parent()
-    chan = os.fdopen(fd, "w", buffering=1)
+    rank0 = int(os.environ.get("RANK", "0")) == 0
+    chan = open(events, "w", buffering=1) if rank0 else None
 
     def send(msg: dict) -> None:
-        chan.write(json.dumps(msg) + "\n")
-        chan.flush()
+        if chan is not None:
+            chan.write(json.dumps(msg) + "\n")
+            chan.flush()
 
     from llmbench.launch import faults
-    from llmbench.models.sources import resolve
-    from llmbench.runner import run_group
-    from llmbench.spec import Point
+    from llmbench.launch.kind import get_kind
+    from llmbench.launch.pipeline import run_group
     from llmbench.store import Store
 
     job = json.loads(open(job_path).read())
-    from llmbench.measure import env as envmod
+    if job.get("argv"):  # records (env.argv) name the user's command, not this worker's
+        from llmbench.measure import env as envmod
 
-    envmod.set_user_argv(job.get("argv"))  # records name the user's command, not ours
-    points = [Point.model_validate(d) for d in job["points"]]
-    models = {name: resolve(name) for name in {p.model for p in points}}
+        sys.argv = list(job["argv"])
+        envmod.set_user_argv(job["argv"])
+    kind = get_kind(job["kind"])
+    points = [kind.parse_point(d) for d in job["points"]]
+    ctx = kind.context(points)
     planned = faults.plan()  # a malformed fault plan fails the worker before any point, loudly
     if any(planned.get(p.key) == "oom" for p in points):
         import torch  # noqa: F401 - imported before the timed point, not inside its time limit
@@ -78,10 +85,11 @@ def main(argv: list[str]) -> int:
     def on_record(rec, path) -> None:
         send({"event": "record", "key": rec.point_key, "path": str(path)})
 
-    run_group(points, models, job["run_id"], Store(job["results"]), say,
+    run_group(kind, points, ctx, job["run_id"], Store(job["results"]), say,
               before_point=faults.inject, on_record=on_record)
     send({"event": "end"})
-    chan.close()
+    if chan is not None:
+        chan.close()
     return 0
 
 

@@ -61,6 +61,7 @@ class TrainPoint(Strict):
     warmup: int = Field(2, ge=1, description="untimed steps; the first one holds compilation")
     device: str = "cpu"
     seed: int = 0
+    timeout_s: float | None = Field(None, gt=0, description="per-point time limit (not part of the key)")
 
     @model_validator(mode="after")
     def _check(self) -> "TrainPoint":
@@ -90,12 +91,12 @@ class TrainPoint(Strict):
 
     @property
     def key(self) -> str:
-        blob = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        blob = json.dumps(self.model_dump(mode="json", exclude={"timeout_s"}), sort_keys=True)
         return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
     def baseline_key(self, drop: tuple[str, ...]) -> str:
         """Identity of the point with the `drop` fields ignored (for speed-up/scaling baselines)."""
-        d = self.model_dump(mode="json", exclude=set(drop) | {"steps", "warmup", "seed"})
+        d = self.model_dump(mode="json", exclude=set(drop) | {"steps", "warmup", "seed", "timeout_s"})
         return json.dumps(d, sort_keys=True)
 
 

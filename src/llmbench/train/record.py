@@ -45,8 +45,16 @@ def workload_fields(p: TrainPoint, r: dict[str, Any] | None = None) -> dict[str,
     return w
 
 
-def to_record(p: TrainPoint, r: dict[str, Any], run_id: str, hardware: dict[str, Any],
-              env: dict[str, Any], torch_version: str | None) -> Record:
+def base_record(p: TrainPoint, run_id: str, hardware: dict[str, Any], env: dict[str, Any]) -> Record:
+    """What every record of the point holds, measured or failed."""
+    return Record(run_id=run_id, point_key=p.key, kind="training",
+                  backend=BackendInfo(name="pytorch"), model=ModelInfo(name=f"{p.workload}-{p.size}"),
+                  hardware=HardwareInfo(**hardware), workload=workload_fields(p),
+                  spec=p.model_dump(mode="json"), env=env)
+
+
+def fill(rec: Record, p: TrainPoint, r: dict[str, Any], torch_version: str | None) -> Record:
+    """The measurement `r` (loop.run's result) into the point's record."""
     times = r["step_times_s"]
     world = r["world"]
     tps = [r["tokens_per_step"] / t for t in times]
@@ -86,29 +94,20 @@ def to_record(p: TrainPoint, r: dict[str, Any], run_id: str, hardware: dict[str,
         m["loss_first"] = one(r["losses"][0], "nat")
         m["loss_last"] = one(r["losses"][-1], "nat")
     notes.append(f"peak memory: {r['mem_what']}")
-    return Record(
-        run_id=run_id, point_key=p.key, kind="training",
-        backend=BackendInfo(name="pytorch", version=torch_version,
-                            options={"compile": p.compile, "parallel": r["parallel"],
-                                     "optimizer": "AdamW (fused on CUDA)" if p.mode == "train" else None,
-                                     "autocast": p.precision in ("bf16", "fp8") and p.workload != "block"}),
-        model=ModelInfo(name=r["model_name"], source="llmbench.train", params=r["total_params"],
-                        synthetic_weights=True, flop_params=r["flop_params"], **{"info": r["info"]}),
-        hardware=HardwareInfo(**hardware),
-        workload=workload_fields(p, r), metrics=m,
-        power=r.get("power") or {"available": False, "reason": "no meter opened"},
-        notes=notes, env=env,
-        spec={**p.model_dump(mode="json"), "peak": {"hardware_flops": peak, "source": peak_src,
-                                                    "measured": meas}},
-    )
-
-
-def failed_record(p: TrainPoint, error: str, run_id: str, hardware: dict[str, Any],
-                  env: dict[str, Any]) -> Record:
-    return Record(run_id=run_id, point_key=p.key, kind="training", status="failed", error=error,
-                  backend=BackendInfo(name="pytorch"), model=ModelInfo(name=f"{p.workload}-{p.size}"),
-                  hardware=HardwareInfo(**hardware), workload=workload_fields(p),
-                  spec=p.model_dump(mode="json"), env=env)
+    rec.backend = BackendInfo(
+        name="pytorch", version=torch_version,
+        options={"compile": p.compile, "parallel": r["parallel"],
+                 "optimizer": "AdamW (fused on CUDA)" if p.mode == "train" else None,
+                 "autocast": p.precision in ("bf16", "fp8") and p.workload != "block"})
+    rec.model = ModelInfo(name=r["model_name"], source="llmbench.train", params=r["total_params"],
+                          synthetic_weights=True, flop_params=r["flop_params"], **{"info": r["info"]})
+    rec.workload = workload_fields(p, r)
+    rec.metrics.update(m)
+    rec.power = r.get("power") or {"available": False, "reason": "no meter opened"}
+    rec.notes.extend(notes)
+    rec.spec = {**p.model_dump(mode="json"), "peak": {"hardware_flops": peak, "source": peak_src,
+                                                      "measured": meas}}
+    return rec
 
 
 def add_ratio(rec: Record, name: str, base: Record, unit: str = "ratio", per: int = 1) -> None:

@@ -1,0 +1,87 @@
+"""What a kind of point supplies to the shared pipeline (launch/pipeline.py).
+
+The pipeline owns everything that is the same for every point: validation before anything
+runs, resume by point key, grouping, isolation, time limits, failure records, Ray tasks,
+job-array indexing, progress. A kind owns what differs: how its points are checked, which
+points share a loaded model (one load per group), the skeleton of a point's record, how a
+group runs (yielding each point's finished record), and what process a group needs.
+
+Kinds are named so that a worker process or a Ray task can rebuild one from a job file:
+'inference' (offline and perplexity points, llmbench/runner.py) and 'training'
+(llmbench/train/kind.py). Serving points run against a server that the serve command
+starts or is given; they are not swept through this pipeline yet.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Callable, Hashable, Iterator
+from typing import Any
+
+from llmbench.store import Record, Store
+
+Progress = Callable[[str, Any, int], None]
+
+KINDS = {"inference": "llmbench.runner:InferenceKind",
+         "training": "llmbench.train.kind:TrainingKind"}
+
+
+class PointKind:
+    name = ""
+
+    def parse_point(self, doc: dict) -> Any:
+        """A point from its JSON form (job files, Ray task arguments)."""
+        raise NotImplementedError
+
+    def prepare(self, points: list, *, local_devices: bool = True) -> Any:
+        """Check every point before anything runs (raise SpecError naming every problem) and
+        return the context the points need (e.g. resolved models). local_devices=False: the
+        devices that count are a cluster's (checked by device_problems)."""
+        raise NotImplementedError
+
+    def context(self, points: list) -> Any:
+        """The context of `prepare`, rebuilt in a worker without the checks."""
+        return None
+
+    def device_problems(self, points: list, count: Callable[[], int], where: str = "") -> list:
+        """Points needing more CUDA devices than `count()` (one host's, a Ray node's)."""
+        return []
+
+    def devices(self, point) -> int:
+        """CUDA devices one point (one unit of the launcher) needs; 0 on the CPU."""
+        return 0
+
+    def load_key(self, point) -> Hashable:
+        """Points with equal keys run in one worker, in sweep order, sharing one load."""
+        raise NotImplementedError
+
+    def command(self, group: list) -> tuple[list[str], dict[str, str]]:
+        """The argv prefix that starts the group's worker process (before `-m module`) and
+        extra environment: a plain interpreter by default; torchrun for N-process points."""
+        return [sys.executable], {}
+
+    def in_process_ok(self, group: list) -> bool:
+        """Whether `--in-process` may run the group inside the llmbench process."""
+        return True
+
+    def base_record(self, point, run_id: str, ctx: Any) -> Record:
+        """The record every outcome of the point starts from (ok or failed)."""
+        raise NotImplementedError
+
+    def run_group(self, group: list, ctx: Any, run_id: str, say: Progress,
+                  before_point: Callable[[Any], None] | None = None) -> Iterator[tuple[Any, Record]]:
+        """Run the points in order and yield (point, record) as each is finished; a Python
+        error costs its point (a failed record), never the group. Events for `say`: load,
+        start, repeat, measured (the timed part is over: bookkeeping follows)."""
+        raise NotImplementedError
+
+    def finish(self, store: Store, records: list[Record]) -> list[Record]:
+        """After the sweep (every executor, also when nothing was left to run): annotations
+        that need other points' records. Returns `records`, updated."""
+        return records
+
+
+def get_kind(name: str) -> PointKind:
+    module, _, cls = KINDS[name].partition(":")
+    return getattr(importlib.import_module(module), cls)()
