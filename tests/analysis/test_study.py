@@ -5,6 +5,8 @@ from llmbench.analysis.study import markdown, side_by_side
 
 
 def row(kind, hw, engine="vllm", batch=1, io=128, thr=1000.0, eff=0.5, **kw):
+    if kind == "reference":
+        kw = {"weight_dtype": "fp16", "kv_cache": "with", **kw}
     return {"kind": kind, "status": "ok", "model": "llama-3-8b", "backend": engine, "hardware": hw,
             "hardware_count": 1, "tensor_parallel": 1, "batch_size": batch, "input_len": io,
             "output_len": io, "total_throughput_tok_s_mean": thr,
@@ -33,3 +35,15 @@ def test_llamacpp_variants_stay_apart():
             row("inference", "NVIDIA H200", engine="llamacpp", gguf_type="q4_0", eff=0.5)]
     (only,) = side_by_side(rows)
     assert sorted(s["variant"] for s in only["systems"] if s["source"] == "llmbench") == ["f16", "q4_0"]
+
+
+def test_the_studys_factor_experiments_stay_out_and_repeated_rows_give_their_median():
+    rows = [row("reference", "H100-SXM", thr=900, eff=0.5), row("reference", "H100-SXM", thr=1100, eff=0.7),
+            row("reference", "H100-SXM", thr=5000, eff=0.9, weight_dtype="fp8", weight_quant="fp8"),
+            row("reference", "H100-SXM", thr=10, eff=0.01, kv_cache="without"),
+            row("reference", "H100-SXM", thr=10, eff=0.01, kv_block_size=64),
+            row("inference", "NVIDIA H200")]
+    (only,) = side_by_side(rows)
+    (study,) = [s for s in only["systems"] if s["source"] == "study"]
+    assert (study["throughput_tok_s"], study["efficiency"], study["rows"]) == (1000, 0.6, 2)
+    assert "median of 2 rows" in markdown([only])

@@ -142,3 +142,13 @@ def test_empty_store_gives_an_empty_figure(tmp_path):
     fig, pts = views.build(d, views.Choice(view="batch"))
     assert pts.empty and fig.layout["annotations"]
     assert isinstance(d.df, pd.DataFrame)
+
+
+def test_study_view_opens_on_a_point_the_user_measured(data):
+    """The study view's default slice is one that the user's own records are in, so their
+    hardware stands beside the study's on the same point (each against its own bound)."""
+    view = views.VIEWS["study"]
+    color, pins = views.default_choice(data, view, "hardware", view.y[0])
+    _, pts = views.build(data, views.Choice(view="study", color=color, filters=pins))
+    assert set(pts["source"]) == {"own", "reference"}
+    assert set(pins) <= {"model", "input_len", "output_len", "hardware_count", "batch_size"}

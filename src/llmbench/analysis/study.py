@@ -49,7 +49,7 @@ def side_by_side(rows: Iterable[dict[str, Any]], model: str = "llama-3-8b",
             continue
         key = (r["backend"], r.get("batch_size"), r.get("input_len"), r.get("output_len"))
         if r.get("kind") == "reference":
-            if any(h in (r.get("hardware") or "") for h in reference_hardware) and not r.get("context_overflow"):
+            if any(h in (r.get("hardware") or "") for h in reference_hardware) and _plain(r):
                 ref[key].append(r)
         elif r.get("kind") == "inference":
             own[key].append(r)
@@ -60,8 +60,11 @@ def side_by_side(rows: Iterable[dict[str, Any]], model: str = "llama-3-8b",
         engine, batch, n_in, n_out = key
         row: dict[str, Any] = {"engine": engine, "batch_size": batch, "input_len": n_in,
                                "output_len": n_out, "systems": []}
-        for r in sorted(ref[key], key=lambda r: r.get("hardware") or ""):
-            row["systems"].append(_system(r, "study"))
+        by_hw: dict[str, list[dict]] = defaultdict(list)
+        for r in ref[key]:
+            by_hw[r.get("hardware") or ""].append(r)
+        for hw, rs in sorted(by_hw.items()):
+            row["systems"].append(_median_system(rs))
         by_variant: dict[str, list[dict]] = defaultdict(list)
         for r in own[key]:
             by_variant[_variant(r)].append(r)
@@ -70,6 +73,30 @@ def side_by_side(rows: Iterable[dict[str, Any]], model: str = "llama-3-8b",
             row["systems"].append({**_system(newest, "llmbench"), "variant": variant})
         out.append(row)
     return out
+
+
+def _plain(r: dict[str, Any]) -> bool:
+    """A study row of the plain configuration (16-bit weights and KV cache, a KV cache of the
+    engine's default block size, no speculative decoding, inside the model's context): the
+    experiments on those factors stay out of a hardware comparison."""
+    return (r.get("weight_dtype") in ("fp16", "bf16") and not r.get("weight_quant")
+            and r.get("kv_cache") in (None, "with") and r.get("kv_block_size") in (None, 16)
+            and r.get("kv_cache_dtype") in (None, "fp16", "bf16", "auto")
+            and not r.get("speculative_model") and not r.get("context_overflow"))
+
+
+def _median_system(rs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The study's rows of one hardware at one point (its files repeat some configurations with
+    different numbers): the median, and how many rows it summarises."""
+    import statistics
+
+    def med(k):
+        xs = [r.get(k) for r in rs if r.get(k) is not None]
+        return statistics.median(xs) if xs else None
+
+    return {"hardware": rs[0].get("hardware"), "source": "study", "variant": _variant(rs[0]),
+            "throughput_tok_s": med(f"{METRIC}_mean"), "efficiency": med(EFF),
+            "batch_latency_s": med("batch_latency_s_mean"), "engine_version": None, "rows": len(rs)}
 
 
 def _system(r: dict[str, Any], source: str) -> dict[str, Any]:
@@ -87,7 +114,8 @@ def markdown(table: list[dict[str, Any]]) -> str:
         for s in row["systems"]:
             eff = "-" if s["efficiency"] is None else f"{100 * s['efficiency']:.1f}%"
             thr = "-" if s["throughput_tok_s"] is None else f"{s['throughput_tok_s']:,.0f}"
-            label = f"{s['hardware']} ({s['source']}{', ' + s['variant'] if s['variant'] else ''})"
+            rows = f", median of {s['rows']} rows" if s.get("rows", 1) > 1 else ""
+            label = f"{s['hardware']} ({s['source']}{', ' + s['variant'] if s['variant'] else ''}{rows})"
             lines.append(f"| {row['engine']} | {row['batch_size']} | {row['input_len']}/{row['output_len']} "
                          f"| {label} | {thr} | {eff} |")
     return "\n".join(lines) + "\n"

@@ -33,6 +33,7 @@ class View:
     ideal_scaling: bool = False
     help: str = ""
     also: tuple[str, ...] = ()    # further y metrics the report draws when they have data
+    pair_own: bool = False        # default slice: one the user's own records are in
 
 
 THROUGHPUT = ("total_throughput_tok_s", "output_throughput_tok_s", "tokens_per_s")
@@ -64,6 +65,14 @@ VIEWS: dict[str, View] = {v.key: v for v in [
          ("tflops", "mfu", "tokens_per_s", "scaling_efficiency"), color="model",
          kinds=("training",), ideal_scaling=True,
          also=("mfu", "tokens_per_s", "scaling_efficiency")),
+    View("study", "Beside the study: one point on every hardware, each against its own roofline",
+         ("hardware",), ("roofline_efficiency_total_throughput_tok_s", "total_throughput_tok_s"),
+         color="engine", plot="strip", kinds=("inference", "reference"),
+         help="Your records and LLM-Inference-Bench's of the same engine, model, batch and lengths "
+              "(pinned to the slice that spans the most hardware; change them in the filters). "
+              "100% is each hardware's own bound: an H200 is compared with an H100 by how close "
+              "each comes to its limit. docs/h200-vs-study.md reads the H200 campaign this way.",
+         also=("total_throughput_tok_s",), pair_own=True),
     View("efficiency", "Efficiency against the roofline", ("hardware",), EFFICIENCY, color="engine",
          plot="strip", pin=False, log_y=True,
          help="One dot per configuration, coloured by engine ('(own)': llmbench's measurements); "
@@ -166,11 +175,18 @@ def default_pins(data: Data, view: View, x: str, metric: str, color: str,
     if ycol not in df.columns or x not in df.columns:
         return {}
     d = df[df[ycol].notna() & df[x].notna()]
+    if view.pair_own and "source" in d.columns and (d["source"] == "own").any():
+        # only the configurations the user measured: their records beside the same points
+        same = [c for c in ("model", "batch_size", "input_len", "output_len") if c in d.columns]
+        mine = d.loc[d["source"] == "own", same].drop_duplicates()
+        d = d.merge(mine, on=same, how="inner") if same else d
     keys = [k for k in (x, color, "source") if k in d.columns]
     skip = set(keys) | {p for k in keys for p in PARTS.get(k, ())}
     order = ["model", "input_len", "output_len", "hardware_count"]
     cands = [c for c in order if c in data.config_fields] + \
             [c for c in data.config_fields if c not in order]
+    if view.pair_own:  # the point itself, not how each side ran it (bf16 vs fp16, compile ...)
+        cands = [c for c in (*order, "batch_size") if c in data.config_fields]
     pins: dict[str, list[Any]] = {}
     if "hardware_count" in d.columns and x not in PARALLEL_X and color == "system" \
             and d["hardware_count"].nunique() > 1:
