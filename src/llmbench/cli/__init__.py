@@ -18,7 +18,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 
 # One module per command; each defines register(app) and imports its engine lazily.
 COMMANDS = ("run", "models", "results", "serve", "train", "roofline", "importer", "report",
-            "dashboard")
+            "dashboard", "compare")
 for _name in COMMANDS:
     importlib.import_module(f"llmbench.cli.{_name}").register(app)
 
