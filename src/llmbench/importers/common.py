@@ -54,7 +54,11 @@ def from_samples(values: list[float], unit: str, scale: float = 1.0) -> MetricSt
 
     if not values:
         return None
-    return summarize([v * scale for v in values], unit)
+    m = summarize([v * scale for v in values], unit)
+    # absurd values (1e308) overflow the spread: such a metric is unreadable, not infinite
+    if any(v is not None and not math.isfinite(v) for v in (m.mean, m.std, m.ci95_low, m.ci95_high)):
+        return None
+    return m
 
 
 def one(v: float | None, unit: str) -> MetricStats | None:

@@ -94,7 +94,7 @@ def _serve(doc: dict, path: Path, text: str, res: ImportResult) -> Record:
     cap = num(doc.get("max_concurrency"))
     rec.backend.options = {"endpoint_type": doc.get("endpoint_type") or doc.get("backend")}
     completed = num(doc.get("completed"))
-    failed = num(doc.get("failed")) or 0
+    failed = num(doc.get("failed"))
     # rate inf + a concurrency cap is a closed loop: a request is due when a slot frees, so
     # its time waiting for the slot is not client lag (llmbench's closed loop, same reference)
     closed = rate is None and cap is not None
@@ -121,7 +121,7 @@ def _serve(doc: dict, path: Path, text: str, res: ImportResult) -> Record:
     if failed:
         rec.notes.append(f"{int(failed)} requests failed in vLLM's run")
     _put(rec, "requests_completed", one(completed, "requests"))
-    _put(rec, "requests_failed", one(float(failed), "requests"))
+    _put(rec, "requests_failed", one(failed, "requests"))
     for name, key, unit in (("request_throughput_req_s", "request_throughput", "req/s"),
                             ("output_throughput_tok_s", "output_throughput", "tok/s"),
                             ("total_throughput_tok_s", "total_token_throughput", "tok/s"),
