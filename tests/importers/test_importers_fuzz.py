@@ -13,7 +13,7 @@ from llmbench.importers.common import Unreadable
 from llmbench.importers.registry import TOOLS, module
 
 FIX = Path(__file__).parents[1] / "fixtures" / "tools"
-FIXTURES = {"vllm-bench": ["vllm-bench-serve.json"]}
+FIXTURES = {"vllm-bench": ["vllm-bench-serve.json"], "guidellm": ["guidellm-benchmarks.json"]}
 CASES = [(tool, name) for tool, names in FIXTURES.items() for name in names]
 SETTINGS = settings(max_examples=15, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])

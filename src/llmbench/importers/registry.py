@@ -15,6 +15,7 @@ from llmbench.importers.common import ImportResult, Unreadable
 
 TOOLS = {
     "vllm-bench": "llmbench.importers.vllm_bench",
+    "guidellm": "llmbench.importers.guidellm",
 }
 
 
