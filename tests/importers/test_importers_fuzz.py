@@ -13,7 +13,8 @@ from llmbench.importers.common import Unreadable
 from llmbench.importers.registry import TOOLS, module
 
 FIX = Path(__file__).parents[1] / "fixtures" / "tools"
-FIXTURES = {"vllm-bench": ["vllm-bench-serve.json"], "guidellm": ["guidellm-benchmarks.json"]}
+FIXTURES = {"vllm-bench": ["vllm-bench-serve.json"], "guidellm": ["guidellm-benchmarks.json"],
+            "aiperf": ["aiperf/profile_export_aiperf.json", "aiperf/profile_export.jsonl"]}
 CASES = [(tool, name) for tool, names in FIXTURES.items() for name in names]
 SETTINGS = settings(max_examples=15, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -56,6 +57,22 @@ def _leaves(doc, path=()):
         yield path
 
 
+def _load(name):
+    text = (FIX / name).read_text()
+    if name.endswith(".jsonl"):
+        return [json.loads(x) for x in text.splitlines() if x.strip()]
+    return json.loads(text)
+
+
+def _write(tmp_path, name, doc):
+    p = tmp_path / Path(name).name
+    if name.endswith(".jsonl"):
+        p.write_text("".join(json.dumps(r) + "\n" for r in doc))
+    else:
+        p.write_text(json.dumps(doc))
+    return p
+
+
 def _set(doc, path, value):
     for p in path[:-1]:
         doc = doc[p]
@@ -67,13 +84,13 @@ def _set(doc, path, value):
 @given(cut=st.floats(0, 1, exclude_max=True))
 def test_truncated_file_never_crashes(tmp_path, tool, name, cut):
     text = (FIX / name).read_text()
-    p = tmp_path / name
+    p = tmp_path / Path(name).name
     p.write_text(text[:int(len(text) * cut)])
     _check(_parse(tool, p))
 
 
 def _mutable(name):
-    doc = json.loads((FIX / name).read_text())
+    doc = _load(name)
     return doc, [lp for lp in _leaves(doc) if lp]
 
 
@@ -84,8 +101,7 @@ def test_mutated_values_never_crash_or_turn_into_non_numbers(tmp_path, tool, nam
     doc, leaves = _mutable(name)
     for _ in range(data.draw(st.integers(1, 6))):
         _set(doc, data.draw(st.sampled_from(leaves)), data.draw(JUNK))
-    p = tmp_path / name
-    p.write_text(json.dumps(doc))
+    p = _write(tmp_path, name, doc)
     _check(_parse(tool, p))
 
 
@@ -93,12 +109,12 @@ def test_mutated_values_never_crash_or_turn_into_non_numbers(tmp_path, tool, nam
 @SETTINGS
 @given(data=st.data())
 def test_dropped_keys_are_reported_or_absent(tmp_path, tool, name, data):
-    doc = json.loads((FIX / name).read_text())
-    if isinstance(doc, dict):
-        for k in data.draw(st.lists(st.sampled_from(sorted(doc)), max_size=len(doc), unique=True)):
-            doc.pop(k)
-    p = tmp_path / name
-    p.write_text(json.dumps(doc))
+    doc = _load(name)
+    for d in doc if isinstance(doc, list) else [doc]:
+        if isinstance(d, dict) and d:
+            for k in data.draw(st.lists(st.sampled_from(sorted(d)), max_size=len(d), unique=True)):
+                d.pop(k)
+    p = _write(tmp_path, name, doc)
     _check(_parse(tool, p))
 
 
@@ -112,8 +128,7 @@ def test_no_numbers_no_metrics(tmp_path, tool, name):
             v = v[k]
         if isinstance(v, (int, float)) and not isinstance(v, bool):
             _set(doc, lp, f"n{v}")
-    p = tmp_path / name
-    p.write_text(json.dumps(doc))
+    p = _write(tmp_path, name, doc)
     res = _parse(tool, p)
     assert res is None or all(not r.metrics for r in res.records)
     assert res is None or res.records or res.problems

@@ -16,6 +16,7 @@ from llmbench.importers.common import ImportResult, Unreadable
 TOOLS = {
     "vllm-bench": "llmbench.importers.vllm_bench",
     "guidellm": "llmbench.importers.guidellm",
+    "aiperf": "llmbench.importers.aiperf",
 }
 
 
@@ -32,7 +33,9 @@ def detect(path: Path) -> str:
     for tool in TOOLS:
         mod = module(tool)
         try:
-            if mod.sniff_path(path) if hasattr(mod, "sniff_path") else mod.sniff(load_json(path)[0]):
+            # JSONL formats read the file themselves; JSON ones look at the parsed document
+            found = mod.sniff_path(path) if hasattr(mod, "sniff_path") else mod.sniff(load_json(path)[0])
+            if found:
                 return tool
         except (Unreadable, OSError, UnicodeError):
             continue
