@@ -1,4 +1,5 @@
-"""`llmbench import llm-inference-bench DIR`: the published data, normalised, into the store."""
+"""`llmbench import llm-inference-bench DIR` (the published data, normalised) and
+`llmbench import TOOL|auto PATH` (another tool's result file, docs/importing.md) into the store."""
 
 from __future__ import annotations
 

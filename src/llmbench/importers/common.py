@@ -58,10 +58,21 @@ BOOTSTRAP_MAX_N = 5000
 def from_samples(values: list[float], unit: str, scale: float = 1.0) -> MetricStats | None:
     import numpy as np
 
-    from llmbench.measure.stats import MAX_SAMPLES_KEPT, summarize
-
     if not values:
         return None
+    with np.errstate(all="ignore"):  # overflow is caught below, not warned about
+        m = _stats(values, unit, scale)
+    # absurd values (1e308) overflow the spread: such a metric is unreadable, not infinite
+    if any(v is not None and not math.isfinite(v) for v in (m.mean, m.std, m.ci95_low, m.ci95_high)):
+        return None
+    return m
+
+
+def _stats(values: list[float], unit: str, scale: float) -> MetricStats:
+    import numpy as np
+
+    from llmbench.measure.stats import MAX_SAMPLES_KEPT, summarize
+
     if len(values) <= BOOTSTRAP_MAX_N:
         m = summarize([v * scale for v in values], unit)
     else:
@@ -73,9 +84,6 @@ def from_samples(values: list[float], unit: str, scale: float = 1.0) -> MetricSt
                         p95=p95, p99=p99, min=float(arr.min()), max=float(arr.max()), std=std,
                         ci95_low=mean - half, ci95_high=mean + half,
                         samples=arr[:MAX_SAMPLES_KEPT].tolist())
-    # absurd values (1e308) overflow the spread: such a metric is unreadable, not infinite
-    if any(v is not None and not math.isfinite(v) for v in (m.mean, m.std, m.ci95_low, m.ci95_high)):
-        return None
     return m
 
 
