@@ -7,7 +7,6 @@ import pytest
 
 from llmbench.importers import aiperf
 from llmbench.importers.registry import detect
-from llmbench.store.record import Record
 
 TOOLS = Path(__file__).parents[1] / "fixtures" / "tools"
 ROWS = TOOLS / "aiperf" / "profile_export.jsonl"
@@ -61,18 +60,3 @@ def test_errors_and_warmup_rows_are_left_out_and_counted(tmp_path):
     assert rec.metric("requests_completed") == 6 and rec.metric("requests_failed") == 1
     assert any("warm-up" in n for n in rec.notes)
     assert res.problems == [f"{p}:9: not JSON"]
-
-
-def test_agrees_with_llmbench_on_the_same_server_and_load():
-    """Same server and load as llmbench-serve.json: they pair, token counts agree, TPOT of
-    the same order (see test_vllm_bench for why TTFT is not compared)."""
-    from llmbench.analysis.compare import compare
-
-    ours = Record.model_validate_json((TOOLS / "llmbench-serve.json").read_text())
-    theirs = aiperf.parse(ROWS, hardware=ours.hardware.name).records[0]
-    (p,) = compare([ours], [theirs], allow={"tokenizer", "forced_output", "load_shape"}).points
-    assert p.refused == [] and p.change("tpot_s") is not None
-    for k in ("input_len", "output_len", "load", "concurrency"):
-        assert ours.workload[k] == theirs.workload[k], k
-    a, b = ours.metric("tpot_s", "median"), theirs.metric("tpot_s", "median")
-    assert 0.5 < b / a < 2.0, (a, b)

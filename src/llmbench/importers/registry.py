@@ -17,6 +17,7 @@ TOOLS = {
     "vllm-bench": "llmbench.importers.vllm_bench",
     "guidellm": "llmbench.importers.guidellm",
     "aiperf": "llmbench.importers.aiperf",
+    "inference-perf": "llmbench.importers.inference_perf",
 }
 
 
