@@ -65,7 +65,7 @@ def _tool_command(tool: str):
             out.print(f"wrote {run_dir} in {took_s:.2f} s (run id {run_dir.name})", highlight=False)
 
     cmd.__doc__ = ("Detect the tool from the file and import it." if tool == "auto" else
-                   f"Import a {tool} result file as ordinary records (docs/importing.md).")
+                   f"Import a result file of {tool} as ordinary records (docs/importing.md).")
     return cmd
 
 
