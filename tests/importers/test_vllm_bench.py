@@ -83,3 +83,23 @@ def test_detect_and_cli_import_replaces(tmp_path):
     recs = Store(res).records()
     assert len(recs) == 1 and recs[0].hardware.name == "AMD EPYC"
     assert Store(res).query("backend = 'openai-server'").fetchall()
+
+
+LATENCY = TOOLS / "vllm-bench-latency.json"
+
+
+def test_latency_per_iteration_values_are_repeats(tmp_path):
+    doc = json.loads(LATENCY.read_text())
+    (rec,) = vllm_bench.parse(LATENCY).records
+    assert detect(LATENCY) == "vllm-bench" and rec.kind == "inference"
+    assert rec.metric("batch_latency_s") == pytest.approx(doc["avg_latency"], rel=1e-12)
+    assert rec.metrics["batch_latency_s"].samples == doc["latencies"]
+    # batch size and lengths come from the sibling .pytorch.json vLLM wrote
+    assert (rec.workload["batch_size"], rec.workload["input_len"], rec.workload["output_len"]) == (1, 16, 16)
+    assert rec.metric("output_throughput_tok_s") == pytest.approx(
+        sum(16 / x for x in doc["latencies"]) / 5)
+    alone = tmp_path / "lat.json"
+    alone.write_text(LATENCY.read_text())
+    (rec,) = vllm_bench.parse(alone).records
+    assert "input_len" not in rec.workload and "output_throughput_tok_s" not in rec.metrics
+    assert any("pytorch.json" in n for n in rec.notes)
