@@ -13,7 +13,8 @@ from llmbench.importers.common import Unreadable
 from llmbench.importers.registry import TOOLS, module
 
 FIX = Path(__file__).parents[1] / "fixtures" / "tools"
-FIXTURES = {"vllm-bench": ["vllm-bench-serve.json", "vllm-bench-latency.json"], "guidellm": ["guidellm-benchmarks.json"],
+FIXTURES = {"vllm-bench": ["vllm-bench-serve.json", "vllm-bench-latency.json",
+                           "vllm-bench-throughput.json"], "guidellm": ["guidellm-benchmarks.json"],
             "aiperf": ["aiperf/profile_export_aiperf.json", "aiperf/profile_export.jsonl"],
             "inference-perf": ["inference-perf/per_request_lifecycle_metrics.json",
                                "inference-perf/summary_lifecycle_metrics.json"]}

@@ -103,3 +103,13 @@ def test_latency_per_iteration_values_are_repeats(tmp_path):
     (rec,) = vllm_bench.parse(alone).records
     assert "input_len" not in rec.workload and "output_throughput_tok_s" not in rec.metrics
     assert any("pytorch.json" in n for n in rec.notes)
+
+
+def test_throughput_counts_prompt_and_output_tokens():
+    path = TOOLS / "vllm-bench-throughput.json"
+    doc = json.loads(path.read_text())
+    (rec,) = vllm_bench.parse(path).records
+    assert rec.workload["input_len"] == 16 and rec.workload["output_len"] == 16   # from .pytorch.json
+    assert rec.metric("total_throughput_tok_s") == doc["tokens_per_second"]
+    assert doc["tokens_per_second"] * doc["elapsed_time"] == pytest.approx(8 * (16 + 16))
+    assert "output_throughput_tok_s" not in rec.metrics   # the file has no generated-token count

@@ -195,7 +195,7 @@ def _per_request(path: Path) -> tuple[ImportResult, Record | None]:
     if not ttft:
         res.problems.append(f"{path}: no readable request row")
         return res, None
-    rec = _record(text[:4096] + str(len(text)), _model_from_dir(path))
+    rec = _record(text, _model_from_dir(path))
     rec.source = source(TOOL, None, path, 1, export="per-request")  # type: ignore[attr-defined]
     if ins:
         rec.workload["input_len"] = round(sum(ins) / len(ins))

@@ -210,6 +210,8 @@ def _offline_workload(rec: Record, path: Path, keys: tuple[str, ...]) -> dict:
     args = _pytorch_args(path)
     for k in keys:
         v = num(args.get(k))
+        if v is None:  # `--dataset-name random` takes --random-input-len/--random-output-len
+            v = num(args.get(f"random_{k}"))
         if v is not None:
             rec.workload[k] = int(v)
     if not args:
