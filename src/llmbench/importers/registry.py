@@ -18,6 +18,7 @@ TOOLS = {
     "guidellm": "llmbench.importers.guidellm",
     "aiperf": "llmbench.importers.aiperf",
     "inference-perf": "llmbench.importers.inference_perf",
+    "optimum-benchmark": "llmbench.importers.optimum_benchmark",
 }
 
 
