@@ -21,7 +21,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from llmbench.importers.common import (ImportResult, Unreadable, from_samples, from_summary,
+from llmbench.importers.common import (ImportResult, Unreadable, dig, from_samples, from_summary,
                                        load_json, num, one, run_id_for, source)
 from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
 
@@ -236,17 +236,8 @@ def _aggregate_doc(path: Path) -> dict | None:
         return None
 
 
-def _get(d: Any, *keys: Any) -> Any:
-    for k in keys:
-        if isinstance(k, int):
-            d = d[k] if isinstance(d, list) and len(d) > k else None
-        else:
-            d = d.get(k) if isinstance(d, dict) else None
-    return d
-
-
 def _model(doc: dict) -> str | None:
-    name = _get(doc, "input_config", "models", "items", 0, "name")
+    name = dig(doc, "input_config", "models", "items", 0, "name")
     return name if isinstance(name, str) and name else None
 
 
@@ -259,7 +250,7 @@ def _load_from_aggregate(path: Path, rec: Record) -> None:
 
 def _load_shape(doc: dict, rec: Record) -> None:
     """Load shape of the (single) profiling phase, and the tokenizer, from input_config."""
-    phases = [p for p in (_get(doc, "input_config", "phases") or []) if isinstance(p, dict)
+    phases = [p for p in (dig(doc, "input_config", "phases") or []) if isinstance(p, dict)
               and p.get("kind", "profiling") == "profiling"]
     if len(phases) == 1:
         ph = phases[0]
@@ -269,7 +260,7 @@ def _load_shape(doc: dict, rec: Record) -> None:
                                 max_concurrency=int(conc) if conc else None)
         elif conc is not None:
             rec.workload.update(load="closed", concurrency=int(conc), request_rate_label="closed")
-    tok = _get(doc, "input_config", "tokenizer", "name")
+    tok = dig(doc, "input_config", "tokenizer", "name")
     if isinstance(tok, str):
         rec.workload["tokenizer"] = tok
     ver = doc.get("aiperf_version")

@@ -109,6 +109,17 @@ def from_summary(unit: str, scale: float = 1.0, n: int | None = None, **stats: A
     return MetricStats(unit=unit, n=n if n is not None else 1, **vals)
 
 
+def dig(d: Any, *keys: str | int) -> Any:
+    """d[k1][k2]... where each step exists and has the right type (dict key, list index), else
+    None: a malformed file never raises here."""
+    for k in keys:
+        if isinstance(k, int):
+            d = d[k] if isinstance(d, list) and -len(d) <= k < len(d) else None
+        else:
+            d = d.get(k) if isinstance(d, dict) else None
+    return d
+
+
 def load_json(path: Path) -> tuple[Any, str]:
     text = path.read_text(errors="replace")
     try:

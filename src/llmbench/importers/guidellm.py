@@ -22,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from llmbench.importers.common import (ImportResult, Unreadable, from_samples, from_summary,
+from llmbench.importers.common import (ImportResult, Unreadable, dig, from_samples, from_summary,
                                        line_of, load_json, num, one, run_id_for, source)
 from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
 
@@ -45,7 +45,7 @@ def parse(path: Path, backend: str | None = None, hardware: str | None = None,
     spec = (doc.get("config") or {}).get("spec") if isinstance(doc.get("config"), dict) else None
     tok = ((spec or {}).get("tokenizer") or {}).get("model") if isinstance(spec, dict) else None
     for i, b in enumerate(doc["benchmarks"]):
-        bid = _get(b, "config", "id_")
+        bid = dig(b, "config", "id_")
         line = line_of(text, str(bid)) if isinstance(bid, str) else 1
         where = f"{path}:{line}"
         if not isinstance(b, dict):
@@ -60,23 +60,15 @@ def parse(path: Path, backend: str | None = None, hardware: str | None = None,
         rec.hardware.name = hardware or rec.hardware.name
         rec.backend.version = version
         rec.source = source(TOOL, tool_version, path, line, benchmark=i,  # type: ignore[attr-defined]
-                            strategy=_get(b, "config", "strategy", "type_"))
+                            strategy=dig(b, "config", "strategy", "type_"))
         res.records.append(rec)
     if not doc["benchmarks"]:
         res.problems.append(f"{path}:1: no benchmarks in the file")
     return res
 
 
-def _get(d: Any, *keys: str) -> Any:
-    for k in keys:
-        if not isinstance(d, dict):
-            return None
-        d = d.get(k)
-    return d
-
-
 def _workload(b: dict) -> dict:
-    st = _get(b, "config", "strategy") or {}
+    st = dig(b, "config", "strategy") or {}
     kind = st.get("type_") if isinstance(st, dict) else None
     w: dict[str, Any] = {"batch_size": None}
     streams = num(st.get("streams")) if isinstance(st, dict) else None
@@ -94,7 +86,7 @@ def _workload(b: dict) -> dict:
 
 
 def _benchmark(b: dict, where: str, res: ImportResult) -> Record | None:
-    model = _get(b, "config", "backend", "model")
+    model = dig(b, "config", "backend", "model")
     rec = Record(run_id="x", kind="serving", backend=BackendInfo(name="openai-server"),
                  model=ModelInfo(name=model if isinstance(model, str) and model else "unknown"),
                  hardware=HardwareInfo(name="unknown"), workload=_workload(b))
@@ -102,7 +94,7 @@ def _benchmark(b: dict, where: str, res: ImportResult) -> Record | None:
         res.problems.append(f"{where}: config.backend.model missing")
     m = b.get("metrics") if isinstance(b.get("metrics"), dict) else {}
     for ours, theirs in (("input_len", "prompt_token_count"), ("output_len", "output_token_count")):
-        v = num(_get(m, theirs, "successful", "mean"))
+        v = num(dig(m, theirs, "successful", "mean"))
         if v is not None:
             rec.workload[ours] = round(v)
     totals = m.get("request_totals") if isinstance(m.get("request_totals"), dict) else {}
@@ -115,12 +107,12 @@ def _benchmark(b: dict, where: str, res: ImportResult) -> Record | None:
     if dur and dur > 0:
         for name, key in (("output_throughput_tok_s", "output_token_count"),
                           ("total_throughput_tok_s", "total_token_count")):
-            tot = num(_get(m, key, "successful", "total_sum"))
+            tot = num(dig(m, key, "successful", "total_sum"))
             if tot is not None:
                 rec.metrics[name] = one(tot / dur, "tok/s")
         if ok_n is not None:
             rec.metrics["request_throughput_req_s"] = one(ok_n / dur, "req/s")
-    rows = _get(b, "requests", "successful")
+    rows = dig(b, "requests", "successful")
     if isinstance(rows, list) and rows:
         _per_request(rows, rec, where, res)
     else:
@@ -135,13 +127,13 @@ def _benchmark(b: dict, where: str, res: ImportResult) -> Record | None:
 def _per_request(rows: list, rec: Record, where: str, res: ImportResult) -> None:
     ttft, e2e, tpot, bad = [], [], [], 0
     for r in rows:
-        t, lat = num(_get(r, "time_to_first_token_ms")), num(_get(r, "request_latency"))
-        delay = num(_get(r, "request_dispatch_delay"))
+        t, lat = num(dig(r, "time_to_first_token_ms")), num(dig(r, "request_latency"))
+        delay = num(dig(r, "request_dispatch_delay"))
         if t is None or lat is None or delay is None:
             bad += 1
             continue
         ttft.append(t * MS + delay)
-        itl, out = num(_get(r, "inter_token_latency_ms")), num(_get(r, "output_tokens"))
+        itl, out = num(dig(r, "inter_token_latency_ms")), num(dig(r, "output_tokens"))
         if itl is not None and out is not None and out >= 1:
             # to the last token (ours), not to the end of the response (guidellm's latency)
             e2e.append(delay + (t + itl * (out - 1)) * MS)
@@ -163,7 +155,7 @@ def _summaries(m: dict, rec: Record) -> None:
     for ours, theirs, scale in (("ttft_from_send_s", "time_to_first_token_ms", MS),
                                 ("tpot_s", "inter_token_latency_ms", MS),
                                 ("e2e_from_send_s", "request_latency", 1.0)):
-        s = _get(m, theirs, "successful")
+        s = dig(m, theirs, "successful")
         if not isinstance(s, dict):
             continue
         pct = s.get("percentiles") if isinstance(s.get("percentiles"), dict) else {}

@@ -21,8 +21,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from llmbench.importers.common import (ImportResult, Unreadable, from_samples, load_json, num,
-                                       numbers, run_id_for, source)
+from llmbench.importers.common import (ImportResult, Unreadable, dig, from_samples, load_json,
+                                       num, numbers, run_id_for, source)
 from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
 
 TOOL = "optimum-benchmark"
@@ -33,12 +33,6 @@ BACKENDS = {"pytorch": "transformers", "onnxruntime": "onnxruntime", "openvino":
 def sniff(doc: Any) -> bool:
     return isinstance(doc, dict) and isinstance(doc.get("config"), dict) and \
         isinstance(doc.get("report"), dict) and "scenario" in doc["config"] and "backend" in doc["config"]
-
-
-def _get(d: Any, *keys: str) -> Any:
-    for k in keys:
-        d = d.get(k) if isinstance(d, dict) else None
-    return d
 
 
 def parse(path: Path, backend: str | None = None, hardware: str | None = None,
@@ -62,10 +56,10 @@ def parse(path: Path, backend: str | None = None, hardware: str | None = None,
                  hardware=HardwareInfo(name=hardware or _hardware(b, env)))
     rec.source = source(TOOL, env.get("optimum_benchmark_version"), path, 1,  # type: ignore[attr-defined]
                         name=cfg.get("name"))
-    bs = num(_get(sc, "input_shapes", "batch_size"))
-    seq = num(_get(sc, "input_shapes", "sequence_length"))
-    new = num(_get(sc, "generate_kwargs", "max_new_tokens"))
-    forced = new is not None and num(_get(sc, "generate_kwargs", "min_new_tokens")) == new
+    bs = num(dig(sc, "input_shapes", "batch_size"))
+    seq = num(dig(sc, "input_shapes", "sequence_length"))
+    new = num(dig(sc, "generate_kwargs", "max_new_tokens"))
+    forced = new is not None and num(dig(sc, "generate_kwargs", "min_new_tokens")) == new
     rec.workload = {"batch_size": int(bs) if bs else None, "input_len": int(seq) if seq else None,
                     "output_len": int(new) if new else None,
                     "concurrency": int(bs) if bs else None, "force_output": forced,
@@ -73,10 +67,10 @@ def parse(path: Path, backend: str | None = None, hardware: str | None = None,
     if not forced:
         rec.notes.append("output length not forced (min_new_tokens != max_new_tokens): "
                          "throughputs and TPOT not imported")
-    gen = numbers(_get(rep, "generate", "latency", "values"))
-    pre = numbers(_get(rep, "prefill", "latency", "values"))
-    dec = numbers(_get(rep, "decode", "latency", "values"))
-    step = numbers(_get(rep, "per_token", "latency", "values"))
+    gen = numbers(dig(rep, "generate", "latency", "values"))
+    pre = numbers(dig(rep, "prefill", "latency", "values"))
+    dec = numbers(dig(rep, "decode", "latency", "values"))
+    step = numbers(dig(rep, "per_token", "latency", "values"))
     _put(rec, "ttft_s", pre)
     _put(rec, "batch_latency_s", gen)
     if gen:
