@@ -142,9 +142,14 @@ def test_real_llamacpp_threads_difference_and_repeat(tmp_path):
     one = _run(tmp_path, "t1", 1)
     two = _run(tmp_path, "t2", 2)
     again = _run(tmp_path, "t1b", 1)
-    diff = compare(one, two).points[0]
-    c = diff.change("batch_latency_s")
-    # 2 threads on this 2-core machine decode faster; the interval must exclude zero
+    # The change is found in the pooled per-token latency (5 x 15 gaps). Batch latency over 5
+    # repeats is not asserted: on this shared 2-core machine 2 threads were at times 14x slower
+    # than 1 with second-long stalls in single repeats, which a 5-sample Welch test rightly
+    # calls unresolved (seen 2026-12-01: +1290%, CI [-540%, +3120%]).
+    diff = compare(one, two, metric="itl_s").points[0]
+    c = diff.change("itl_s")
+    assert diff.option_diffs == ["n_threads: 1 -> 2"]
     assert diff.verdict in ("faster", "slower") and c.significant, (c, diff.verdict)
     same = compare(one, again).points[0]
+    assert same.primary == "batch_latency_s"
     assert same.verdict == "no significant change", same.change("batch_latency_s")
