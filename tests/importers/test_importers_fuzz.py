@@ -18,7 +18,8 @@ FIXTURES = {"vllm-bench": ["vllm-bench-serve.json", "vllm-bench-latency.json",
             "aiperf": ["aiperf/profile_export_aiperf.json", "aiperf/profile_export.jsonl"],
             "inference-perf": ["inference-perf/per_request_lifecycle_metrics.json",
                                "inference-perf/summary_lifecycle_metrics.json"],
-            "optimum-benchmark": ["optimum-benchmark/benchmark.json"]}
+            "optimum-benchmark": ["optimum-benchmark/benchmark.json"],
+            "llama-bench": ["llama-bench/llama-bench.json", "llama-bench/llama-bench.jsonl"]}
 CASES = [(tool, name) for tool, names in FIXTURES.items() for name in names]
 SETTINGS = settings(max_examples=15, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -19,6 +19,7 @@ TOOLS = {
     "aiperf": "llmbench.importers.aiperf",
     "inference-perf": "llmbench.importers.inference_perf",
     "optimum-benchmark": "llmbench.importers.optimum_benchmark",
+    "llama-bench": "llmbench.importers.llama_bench",
 }
 
 
