@@ -214,6 +214,7 @@ class PointComparison:
     changes: list[Change] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)   # guard differences; no verdict then
     primary: str | None = None
+    min_change_pct: float = 0.0   # a significant change smaller than this is no change
 
     @property
     def label(self) -> str:
@@ -239,6 +240,8 @@ class PointComparison:
         c = self.change(self.primary)
         if c is None:
             return "no data"
+        if c.pct is not None and abs(c.pct) < self.min_change_pct:
+            return "no significant change"
         return {"better": "faster", "worse": "slower"}.get(c.verdict, c.verdict) \
             if self.base.kind != "perplexity" else c.verdict
 
@@ -263,7 +266,7 @@ class Comparison:
 
 
 def compare(base: list[Record], new: list[Record], allow: set[str] = frozenset(),
-            metric: str | None = None) -> Comparison:
+            metric: str | None = None, min_change_pct: float = 0.0) -> Comparison:
     allow = set(allow)
     base = [r for r in base if r.status == "ok"]
     new = [r for r in new if r.status == "ok"]
@@ -288,7 +291,9 @@ def compare(base: list[Record], new: list[Record], allow: set[str] = frozenset()
                                      f"and {len(ns)} new records; narrow the selection (--where)")
                 continue
             bs, ns = [pairs[0][0]], [pairs[0][1]]
-        out.points.append(_compare_pair(bs[0], ns[0], allow, metric))
+        pc = _compare_pair(bs[0], ns[0], allow, metric)
+        pc.min_change_pct = min_change_pct
+        out.points.append(pc)
     return out
 
 

@@ -62,6 +62,9 @@ def compare_cmd(
         None, "--fail-on-regression", metavar="PCT",
         help="exit 1 when a point's verdict metric is significantly worse by more than PCT %"),
     all_metrics: bool = typer.Option(False, "--all-metrics", help="list every shared metric"),
+    min_change: float = typer.Option(0.0, "--min-change", metavar="PCT",
+                                     help="a significant change smaller than PCT % is reported as "
+                                          "no significant change (run-to-run drift of a shared machine)"),
 ) -> None:
     """Pair BASE and NEW points by identity and report each metric's change with a 95% Welch
     interval, a verdict per point (faster / slower / no significant change) and a summary.
@@ -74,7 +77,7 @@ def compare_cmd(
 
     b = select(base, both(where, base_where), results, "BASE")
     n = select(new, both(where, new_where), results, "NEW")
-    cmp = compare(b, n, allow=set(allow_diff), metric=metric)
+    cmp = compare(b, n, allow=set(allow_diff), metric=metric, min_change_pct=min_change)
     if not cmp.points:
         raise SpecError([("BASE/NEW", f"no point of BASE ({len(b)} records) pairs with one of NEW "
                                       f"({len(n)} records)")] +
