@@ -15,6 +15,7 @@ import pandas as pd
 from dash import ALL, Input, Output, State, dcc, html
 from dash.exceptions import PreventUpdate
 
+from llmbench.dashboard import compare as compare_view
 from llmbench.dashboard.source import Source
 from llmbench.report import best as best_mod
 from llmbench.report import figures, views
@@ -254,12 +255,15 @@ def create_app(results: Path | str, poll_s: float = 10.0) -> dash.Dash:
                         style=TAB, selected_style=TAB_ON),
                 dcc.Tab(label="Best configuration", value="best", children=_best_layout(data),
                         style=TAB, selected_style=TAB_ON),
+                dcc.Tab(label="Compare", value="compare", children=compare_view.layout(results),
+                        style=TAB, selected_style=TAB_ON),
             ]),
             dcc.Interval(id="tick", interval=int(poll_s * 1000)),
             dcc.Store(id="version", data=source.version),
         ])
 
     app.layout = layout
+    compare_view.register(app, results)
 
     @app.callback(Output("version", "data"), Output("counts", "children"),
                   Input("tick", "n_intervals"), prevent_initial_call=True)

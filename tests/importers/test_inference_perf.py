@@ -1,0 +1,49 @@
+"""inference-perf 0.7.0's real reports (tests/fixtures/tools/README.md) as records."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from llmbench.importers import inference_perf
+from llmbench.importers.inference_perf import _gaps
+from llmbench.importers.registry import detect
+
+DIR = Path(__file__).parents[1] / "fixtures" / "tools" / "inference-perf"
+ROWS = DIR / "per_request_lifecycle_metrics.json"
+SUMMARY = DIR / "summary_lifecycle_metrics.json"
+
+
+def test_per_request_report_converts_exactly():
+    rows = json.loads(ROWS.read_text())
+    summ = json.loads(SUMMARY.read_text())["successes"]["latency"]
+    res = inference_perf.parse(ROWS)
+    assert res.problems == [] and detect(ROWS) == "inference-perf"
+    (rec,) = res.records
+    assert rec.model.name == "smollm2-135m" and rec.workload["load"] == "closed"
+    assert rec.workload["concurrency"] == 1 and rec.workload["input_len"] == 16
+    # same rows, same TTFT definition (closed loop: actual send = due) -> its own summary
+    assert rec.metric("ttft_s") == pytest.approx(summ["time_to_first_token"]["mean"], rel=1e-9)
+    times = [r["info"]["response_metrics"]["output_token_times"] for r in rows]
+    assert rec.metric("e2e_s", "max") == pytest.approx(max(t[-1] - r["start_time"] for t, r in zip(times, rows)))
+    assert rec.metrics["itl_s"].n == sum(len(t) - 1 for t in times)
+    assert rec.metric("e2e_s") < summ["request_latency"]["mean"]   # ours ends at the last token
+
+
+def test_chunk_of_k_tokens_splits_its_gap():
+    assert _gaps([0.0, 1.0, 1.0, 1.0, 1.5]) == [pytest.approx(1 / 3)] * 3 + [0.5]
+    assert sum(_gaps([2.0, 2.4, 3.0, 3.0])) == pytest.approx(1.0)
+
+
+def test_summary_and_open_loop_are_flagged(tmp_path):
+    (rec,) = inference_perf.parse(SUMMARY).records
+    assert "e2e_s" not in rec.metrics and "request_latency_s" in rec.metrics and rec.notes
+    for f in (ROWS, DIR / "config.yaml"):
+        shutil.copy(f, tmp_path / f.name)
+    cfg = (tmp_path / "config.yaml").read_text()
+    assert cfg.count("type: concurrent") == 1   # the load type; its stage has rate: 8.0
+    (tmp_path / "config.yaml").write_text(cfg.replace("type: concurrent", "type: constant"))
+    (rec,) = inference_perf.parse(tmp_path / ROWS.name).records
+    assert rec.workload["load"] == "open" and rec.workload["request_rate"] == 8.0
+    assert "ttft_s" not in rec.metrics and "ttft_from_send_s" in rec.metrics
