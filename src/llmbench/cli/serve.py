@@ -193,7 +193,7 @@ def run(cfg, points, *, api_key, results: Path, run_id, resume: bool, redo_faile
                       highlight=False, soft_wrap=True)
         raise SystemExit(130) from None
     summary([*result.earlier, *result.records], earlier=len(result.earlier))
-    searched = [r for r in result.records if (r.serving or {}).get("capacity_search")]
+    searched = [r for r in result.records if (getattr(r, "serving", None) or {}).get("capacity_search")]
     if searched:
         capacity(searched[-1].serving["capacity_search"], cfg)
     for r in result.failed:
@@ -223,7 +223,7 @@ def summary(records, earlier: int = 0) -> None:
         return "-" if v is None else f"{v:.{d}f}"
 
     for i, r in enumerate(records):
-        w, s = r.workload, r.serving
+        w, s = r.workload, getattr(r, "serving", None)
         status = ("ok" if r.status == "ok" else f"[red]{r.status}[/]") + (" (earlier)" if i < earlier else "")
         if "load" not in w:  # failed before its level was planned
             t.add_row(w.get("load_level", "?"), status, *["-"] * 9)
