@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Optional
 from urllib.parse import urlsplit
@@ -70,8 +71,17 @@ def serve(
     server_metrics: bool = typer.Option(True, "--server-metrics/--no-server-metrics",
                                         help="scrape the server's Prometheus /metrics during each point"),
     metrics_interval: float = typer.Option(1.0, "--metrics-interval", help="seconds between scrapes"),
+    resume: bool = typer.Option(False, "--resume", help="continue a run: skip load levels already stored"),
+    redo_failed: bool = typer.Option(False, "--redo-failed", help="with --resume: rerun failed levels"),
+    point: Optional[int] = typer.Option(None, "--point", help="run only load level K (job arrays)"),
+    list_points: bool = typer.Option(False, "--list-points",
+                                     help="validate, print the load levels and exit (contacts no server)"),
+    run_id: Optional[str] = typer.Option(None, "--run-id", help="record under this run id (e.g. one per job array)"),
 ) -> None:
-    """Load-test an OpenAI-compatible server; one serving record per concurrency/rate point."""
+    """Load-test an OpenAI-compatible server; one serving record per concurrency/rate point.
+
+    Exit status: 0 every point ok; 3 finished, but some points failed (their records say
+    why); 2 bad input or no server (nothing ran); 130 interrupted. See docs/serving.md."""
     from llmbench.workloads.serving_config import LengthDist, parse_slo
 
     if (url is None) == (launch is None):
@@ -122,60 +132,85 @@ def serve(
             cfg.schedules()
     except ValueError as e:
         raise SpecError([("schedule", str(e))]) from None
-    api_key = _api_key(api_key_env, api_key_file)
-    from llmbench.store.store import register_secret
+    from llmbench.launch.pipeline import check_run_id, pick_point
+    from llmbench.workloads.serving_kind import ServeTarget, serve_points
 
-    register_secret(api_key)  # a key from a file has no env-var name for the redactor to find
-    try:
-        run(cfg, url=url, launch=launch, api_key=api_key, device=device, device_count=device_count,
-            server_args=server_arg, results=results)
-    except KeyboardInterrupt:
-        # typer turns KeyboardInterrupt into a *returned* 130 that would exit 0; the launched
-        # server is already stopped by now.
-        console.print("llmbench: interrupted")
-        raise SystemExit(130) from None
-
-
-def run(cfg, *, url, launch, api_key, device, device_count, server_args, results: Path) -> None:
-    from llmbench.store.record import new_run_id
-    from llmbench.store.store import Store
-    from llmbench.workloads.serving import Target, run_serving
-
-    run_id = new_run_id()
-    store = Store(results)
-
-    def progress(label: str) -> None:
-        console.print(f"[bold]serve[/] {label}")
-
+    check_run_id(run_id)
+    if find_max_rate and (resume or redo_failed):
+        raise SpecError([("--resume / --redo-failed", "a capacity search (--find-max-rate) picks each "
+                          "rate from the ones before it: it is one unit, run it again whole")])
     if launch:
-        from llmbench.launch.servers import launched
-
-        dev = device or "cpu"
-        console.print(f"[bold]llmbench serve[/] starting {launch} server for {cfg.model} ...")
-        with launched(launch, cfg.model, device=dev, extra_args=server_args) as srv:
-            console.print(f"{launch} healthy at {srv.url} after {srv.startup_s:.1f} s")
-            target = Target(url=srv.url, backend=launch, backend_version=srv.version,
-                            backend_options={**srv.options, "startup_s": round(srv.startup_s, 2)},
-                            device=dev, device_count=device_count, api_key=api_key)
-            records = run_serving(cfg, target, run_id, progress, on_record=store.write)
+        target = ServeTarget(launch=launch, device=device or "cpu", device_count=device_count,
+                             server_args=tuple(server_arg))
     else:
         from llmbench.loadgen.preflight import normalize_url
 
         url = normalize_url(url)
-        target = Target(url=url, device=device or _auto_device(url), device_count=device_count,
-                        api_key=api_key, backend_options={"launched": False, "url": _safe_url(url)})
-        records = run_serving(cfg, target, run_id, progress, on_record=store.write)
-    summary(records)
-    if cfg.find_max_rate and records:
-        capacity(records[-1].serving["capacity_search"], cfg)
-    out.print(f"results: {Path(results).resolve()} (run {run_id})")
-    if any(r.status != "ok" for r in records):
+        target = ServeTarget(url=url, device=device or _auto_device(url), device_count=device_count)
+    points = pick_point(serve_points(cfg, target), point)
+    if list_points:  # a dry run: the checks above, then the levels (tab-separated for scripts)
+        for i, p in enumerate(points, start=point or 0):
+            print(f"{i}\t{p.key}\t{p.label}")
+        return
+    api_key = _api_key(api_key_env, api_key_file)
+    from llmbench.store.store import register_secret
+
+    register_secret(api_key)  # a key from a file has no env-var name for the redactor to find
+    run(cfg, points, api_key=api_key, results=results, run_id=run_id, resume=resume,
+        redo_failed=redo_failed)
+
+
+def run(cfg, points, *, api_key, results: Path, run_id, resume: bool, redo_failed: bool) -> None:
+    """The levels through the shared pipeline (launch/pipeline.py), in this process: see
+    workloads/serving_kind.py for why a client is never isolated from its own timing."""
+    from llmbench.launch.pipeline import resume_command, resume_run_id, run_sweep, stored_count
+    from llmbench.store.record import new_run_id
+    from llmbench.store.store import Store
+    from llmbench.workloads.serving_kind import ServingKind
+
+    store = Store(results)
+    if run_id is None:  # fixed here so that an interrupted run can name it for --resume
+        run_id = (resume_run_id(store, points) if resume or redo_failed else None) or new_run_id()
+
+    def event(name, p, n):
+        if name == "load" and p.target.launch:
+            console.print(f"[bold]llmbench serve[/] starting {p.target.launch} server for {cfg.model} ...")
+        elif name == "skip":
+            console.print(f"[bold]serve[/] {p.label}: stored earlier (--resume)", highlight=False)
+
+    kind = ServingKind(api_key, progress=lambda label: console.print(f"[bold]serve[/] {label}"),
+                       on_launch=lambda engine, srv: console.print(
+                           f"{engine} healthy at {srv.url} after {srv.startup_s:.1f} s"))
+    try:
+        result = run_sweep(kind, points, results, executor="in-process", run_id=run_id,
+                           resume=resume, redo_failed=redo_failed, progress=event)
+    except KeyboardInterrupt:
+        # typer turns KeyboardInterrupt into a *returned* 130 that would exit 0; the launched
+        # server is already stopped by now.
+        args = sys.argv[1:] if sys.argv[1:2] == ["serve"] else ["serve", *sys.argv[1:]]
+        console.print(f"interrupted: {stored_count(store, points)} of {len(points)} points stored in "
+                      f"{results}; continue with `{resume_command(run_id, ['llmbench', *args])}`",
+                      highlight=False, soft_wrap=True)
+        raise SystemExit(130) from None
+    summary([*result.earlier, *result.records], earlier=len(result.earlier))
+    searched = [r for r in result.records if (getattr(r, "serving", None) or {}).get("capacity_search")]
+    if searched:
+        capacity(searched[-1].serving["capacity_search"], cfg)
+    for r in result.failed:
+        console.print(f"[red]failed[/] {r.workload.get('load_level') or r.point_key}: "
+                      f"{(r.error or '').splitlines()[0]}", highlight=False)
+    if result.skipped:
+        console.print(f"skipped {result.skipped} point(s) already stored (--resume); the summary "
+                      "marks them 'earlier'")
+    out.print(f"results: {Path(results).resolve()} (run {result.run_id})")
+    if result.failed:
         raise SystemExit(3)
 
 
-def summary(records) -> None:
+def summary(records, earlier: int = 0) -> None:
+    """One row per record; the first `earlier` were stored by an earlier invocation."""
     t = Table(title="serving", show_lines=False)
-    for c in ("load", "ok/err", "TTFT p50/p99 ms", "TPOT ms", "ITL ms", "out tok/s", "req/s",
+    for c in ("load", "status", "ok/err", "TTFT p50/p99 ms", "TPOT ms", "ITL ms", "out tok/s", "req/s",
               "goodput", "prefix hit", "client cpu"):
         t.add_column(c, justify="left" if c == "load" else "right")
 
@@ -187,12 +222,19 @@ def summary(records) -> None:
         v = r.metric(k)
         return "-" if v is None else f"{v:.{d}f}"
 
-    for r in records:
-        w, s = r.workload, r.serving
+    for i, r in enumerate(records):
+        w, s = r.workload, getattr(r, "serving", None)
+        status = ("ok" if r.status == "ok" else f"[red]{r.status}[/]") + (" (earlier)" if i < earlier else "")
+        if "load" not in w:  # failed before its level was planned
+            t.add_row(w.get("load_level", "?"), status, *["-"] * 9)
+            continue
         load = f"c={w['concurrency']}" if w["load"] == "closed" else \
             ("trace " if w["load"] == "trace" else "") + f"r={w['request_rate_label']}" \
             + (f" cap={w['max_concurrency']}" if w["max_concurrency"] else "")
-        t.add_row(load, f"{s['requests'] - s['errors_total']}/{s['errors_total']}",
+        if s is None:  # failed: measured nothing
+            t.add_row(load, status, *["-"] * 9)
+            continue
+        t.add_row(load, status, f"{s['requests'] - s['errors_total']}/{s['errors_total']}",
                   f"{ms(r, 'ttft_s')}/{ms(r, 'ttft_s', 'p99')}", ms(r, "tpot_s"), ms(r, "itl_s"),
                   val(r, "output_throughput_tok_s", 1), val(r, "request_throughput_req_s", 3),
                   val(r, "goodput_req_s", 3), val(r, "prefix_cache_hit_rate", 2),
@@ -283,13 +325,6 @@ def _api_key(env_var: str, path: Optional[Path]) -> str | None:
             raise SpecError([("--api-key-file", f"cannot read {path}: {e.strerror}")]) from None
         return key or None
     return os.environ.get(env_var) or None
-
-
-def _safe_url(url: str) -> str:
-    u = urlsplit(url)
-    # user:password@ in a URL is a credential: keep it out of the record.
-    host = u.hostname or ""
-    return f"{u.scheme}://{host}{':' + str(u.port) if u.port else ''}{u.path}"
 
 
 def _auto_device(url: str) -> str:

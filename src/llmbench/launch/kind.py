@@ -8,8 +8,8 @@ group runs (yielding each point's finished record), and what process a group nee
 
 Kinds are named so that a worker process or a Ray task can rebuild one from a job file:
 'inference' (offline and perplexity points, llmbench/runner.py) and 'training'
-(llmbench/train/kind.py). Serving points run against a server that the serve command
-starts or is given; they are not swept through this pipeline yet.
+(llmbench/train/kind.py). Serving points (llmbench/workloads/serving_kind.py) go through the
+pipeline in the llmbench process only (the client is the clock), so they are not named here.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The serving workload: load-test an OpenAI-compatible server, one record per load point.
+"""The serving workload: load-test an OpenAI-compatible server, one record per load level.
 
 Prompts are built in the model's own tokenizer so that each has exactly the asked number of
 tokens (decoded text re-encodes to the same length; checked, and the actual length recorded if
@@ -13,10 +13,9 @@ headline metrics use it and every metric is also kept over the whole run as `all
 
 from __future__ import annotations
 
-import hashlib
-import json
 import math
 from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any, Callable
 
 from llmbench.errors import SpecError
@@ -33,7 +32,7 @@ from llmbench.workloads.serving_config import LengthDist, ServeConfig
 from llmbench.workloads.serving_summary import by_turn, server_view, slo_met_fraction, summarize_point
 from llmbench.workloads.tokenizer import load_tokenizer
 
-__all__ = ["LengthDist", "ServeConfig", "Target", "load_tokenizer", "run_serving",
+__all__ = ["LengthDist", "ServeConfig", "ServingSession", "Target", "load_tokenizer",
            "synthetic_prompts"]   # the last two also for benchmarks/client_fidelity.py
 
 
@@ -51,104 +50,115 @@ class Target:
     api_key: str | None = None     # used for the request bytes only; never recorded
 
 
-def run_serving(cfg: ServeConfig, target: Target, run_id: str,
-                progress: Callable[[str], None] | None = None,
-                on_record: Callable[[Any], None] | None = None) -> list:
-    """Run every load point; `on_record` gets each record as soon as its point ends (the CLI
-    stores it then, so a later failure never costs an earlier point)."""
-    from llmbench.measure.env import capture, hardware
-    from llmbench.measure.power import EnergyMeter, open_meter
-    from llmbench.models.sources import resolve
-    from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
+class ServingSession:
+    """One server's side of a serving sweep: checked, tokenizer loaded, every level's prompts
+    planned (each level gets its own slice of one pool, so a level run alone -- `--point K`,
+    `--resume` -- sends the prompts it would have sent in the whole sweep), then levels run
+    one at a time by their index (workloads/serving_kind.py drives it)."""
 
-    url = normalize_url(target.url)
-    listed = check_server(url, target.api_key)   # refuse now, not after a point of failures
-    tok = load_tokenizer(cfg.tokenizer or cfg.model)
-    if cfg.trace and cfg.trace_format == "auto":   # the record names the format read
-        from llmbench.loadgen.traces import detect_format
+    def __init__(self, cfg: ServeConfig, target: Target, listed: list[str] | None = None,
+                 progress: Callable[[str], None] | None = None) -> None:
+        from llmbench.measure.env import capture, hardware
+        from llmbench.measure.power import EnergyMeter, open_meter
+        from llmbench.models.sources import resolve
+        from llmbench.store.record import HardwareInfo, ModelInfo
 
-        cfg = cfg.model_copy(update={"trace_format": detect_format(cfg.trace)})
-    schedules, counts, specs, notes0 = _load_plan(cfg, tok)
-    served = cfg.served_model or (listed[0] if listed else cfg.model)
-    try:
-        ref = resolve(cfg.model)
-        model = ModelInfo(name=ref.name, source=ref.source, params=ref.params,
-                          synthetic_weights=ref.synthetic_weights)
-    except SpecError:
-        model = ModelInfo(name=cfg.model, source="server")
-    if target.device == "unknown":
-        hw = HardwareInfo(name="remote server (unknown hardware)", count=target.device_count)
-        meter = EnergyMeter("the server's hardware is not on this machine")
-    else:
-        hw = HardwareInfo(**hardware(target.device, target.device_count))
-        meter = open_meter(target.device, target.device_count) if target.device.startswith("cuda") \
-            else open_meter("cpu")
-    env = capture()
-    env["argv"] = redact_args(env.get("argv", []))
-    records = []
+        self.target, self.progress = target, progress
+        self.url = normalize_url(target.url)
+        if listed is None:
+            listed = check_server(self.url, target.api_key)   # refuse now, not after a point of failures
+        self.tok = load_tokenizer(cfg.tokenizer or cfg.model)
+        if cfg.trace and cfg.trace_format == "auto":   # the record names the format read
+            from llmbench.loadgen.traces import detect_format
 
-    def point(sch: Schedule, mine: list[RequestSpec], watch=None, search: dict | None = None):
-        if progress:
-            progress(sch.label())
-        res, metrics, serving, notes = _measure(cfg, target, url, served, sch, mine, tok, meter, watch)
-        workload = _workload(cfg, sch, mine, res)
-        if search is not None:
-            workload.update(find_max_rate=True, slo_fraction=cfg.slo_fraction,
-                            search_point=search["point"])
-        key = hashlib.sha256(json.dumps([target.url, target.backend, cfg.model, workload],
-                                        sort_keys=True, default=str).encode()).hexdigest()[:16]
-        bad = serving["requests"] and serving["errors_total"] == serving["requests"]
-        rec = Record(
+            cfg = cfg.model_copy(update={"trace_format": detect_format(cfg.trace)})
+        self.cfg = cfg
+        self.schedules, counts, self.specs, self.notes0 = _load_plan(cfg, self.tok)
+        self.offsets = [sum(counts[:k]) for k in range(len(counts))]
+        self.counts = counts
+        self.served = cfg.served_model or (listed[0] if listed else cfg.model)
+        try:
+            ref = resolve(cfg.model)
+            self.model = ModelInfo(name=ref.name, source=ref.source, params=ref.params,
+                                   synthetic_weights=ref.synthetic_weights)
+        except SpecError:
+            self.model = ModelInfo(name=cfg.model, source="server")
+        if target.device == "unknown":
+            self.hw = HardwareInfo(name="remote server (unknown hardware)", count=target.device_count)
+            self.meter = EnergyMeter("the server's hardware is not on this machine")
+        else:
+            self.hw = HardwareInfo(**hardware(target.device, target.device_count))
+            self.meter = open_meter(target.device, target.device_count) \
+                if target.device.startswith("cuda") else open_meter("cpu")
+        self.env = capture()
+        self.env["argv"] = redact_args(self.env.get("argv", []))
+
+    def record(self, key: str, run_id: str, sch: Schedule, mine: list[RequestSpec], sent: int = 0):
+        """A level's record before its measurement (a failed level keeps it, with the cause)."""
+        from llmbench.store.record import BackendInfo, Record
+
+        return Record(
             run_id=run_id, point_key=key, kind="serving",
-            status="failed" if bad and watch is None else "ok",
-            error=f"every request failed: {serving['errors_by_kind']}" if bad else None,
-            backend=BackendInfo(name=target.backend, version=target.backend_version,
-                                options={"api": cfg.api, "served_model": served,
-                                         **(target.backend_options or {})}),
-            model=model, hardware=hw, workload=workload, metrics=metrics,
-            power=meter.describe(), notes=notes0 + notes, env=env, serving=serving)
+            backend=BackendInfo(name=self.target.backend, version=self.target.backend_version,
+                                options={"api": self.cfg.api, "served_model": self.served,
+                                         **(self.target.backend_options or {})}),
+            model=self.model, hardware=self.hw, workload=_workload(self.cfg, sch, mine, sent),
+            power=self.meter.describe(), notes=list(self.notes0), env=self.env)
+
+    def level_plan(self, index: int) -> tuple[Schedule, list[RequestSpec]]:
+        """Level `index`'s schedule and its own prompts."""
+        off, n = self.offsets[index], self.counts[index]
+        return self.schedules[index], [self.specs[(off + i) % len(self.specs)] for i in range(n)]
+
+    def level(self, key: str, run_id: str, index: int):
+        sch, mine = self.level_plan(index)
+        return self._point(key, run_id, sch, mine)
+
+    def _point(self, key: str, run_id: str, sch: Schedule, mine: list[RequestSpec], watch=None,
+               search: dict | None = None):
+        if self.progress:
+            self.progress(sch.label())
+        res, metrics, serving, notes = _measure(self.cfg, self.target, self.url, self.served, sch,
+                                                mine, self.tok, self.meter, watch)
+        rec = self.record(key, run_id, sch, mine, len(res.sent))
+        if search is not None:
+            rec.workload.update(find_max_rate=True, slo_fraction=self.cfg.slo_fraction,
+                                search_point=search["point"])
+        bad = serving["requests"] and serving["errors_total"] == serving["requests"]
+        rec.status = "failed" if bad and watch is None else "ok"
+        rec.error = f"every request failed: {serving['errors_by_kind']}" if bad else None
+        rec.metrics, rec.serving = metrics, serving
+        rec.power = self.meter.describe()
+        rec.notes.extend(notes)
         _annotate(rec)
-        records.append(rec)
         return rec
 
-    if cfg.find_max_rate:
-        _find_max_rate(cfg, specs, point, on_record)
-        return records
-    offset = 0
-    for sch, count in zip(schedules, counts):
-        mine = [specs[(offset + i) % len(specs)] for i in range(count)]
-        offset += count
-        rec = point(sch, mine)
-        if on_record:
-            on_record(rec)
-    return records
+    def search(self, key: str, run_id: str) -> Iterator:
+        """Bisect on the request rate (loadgen/capacity.py), yielding one record per rate walked,
+        each carrying the search so far (the last one the answer). The next rate depends on the
+        previous records: the search is one unit (one point) of the pipeline."""
+        from llmbench.loadgen.capacity import PointWatch, RateSearch
 
-
-def _find_max_rate(cfg: ServeConfig, specs: list[RequestSpec], point, on_record) -> None:
-    """Bisect on the request rate (loadgen/capacity.py); one record per rate walked, each
-    carrying the search so far (the last one the answer)."""
-    from llmbench.loadgen.capacity import PointWatch, RateSearch
-
-    n = cfg.num_prompts or 100
-    search = RateSearch(start_rate=cfg.rate[0] if cfg.rate else 1.0, tolerance=cfg.rate_tolerance,
-                        max_points=cfg.max_points)
-    k = 0
-    while (rate := search.next_rate()) is not None:
-        sch = Schedule(rate=rate, burstiness=cfg.burstiness, concurrency=cfg.max_concurrency,
-                       num_prompts=n, seed=cfg.seed + k)
-        watch = PointWatch(n, cfg.slo, cfg.slo_fraction)
-        rec = point(sch, specs[k * n:(k + 1) * n], watch, {"point": k})
-        met = rec.serving["slo_met_fraction"]
-        meets = watch.stop_reason == "under" or (
-            watch.stop_reason is None and met is not None and met >= cfg.slo_fraction)
-        search.add(rate, meets, met, watch.stop_reason)
-        rec.serving["capacity_search"] = search.result()
-        if watch.stop_reason and (watch.cancelled or rec.serving["requests"] < n):
-            rec.notes.append(f"stopped early after {rec.serving['requests']} of {n} requests "
-                             f"({watch.cancelled} in flight cancelled): {watch.describe()}")
-        if on_record:
-            on_record(rec)
-        k += 1
+        cfg, specs = self.cfg, self.specs
+        n = cfg.num_prompts or 100
+        search = RateSearch(start_rate=cfg.rate[0] if cfg.rate else 1.0, tolerance=cfg.rate_tolerance,
+                            max_points=cfg.max_points)
+        k = 0
+        while (rate := search.next_rate()) is not None:
+            sch = Schedule(rate=rate, burstiness=cfg.burstiness, concurrency=cfg.max_concurrency,
+                           num_prompts=n, seed=cfg.seed + k)
+            watch = PointWatch(n, cfg.slo, cfg.slo_fraction)
+            rec = self._point(key, run_id, sch, specs[k * n:(k + 1) * n], watch, {"point": k})
+            met = rec.serving["slo_met_fraction"]
+            meets = watch.stop_reason == "under" or (
+                watch.stop_reason is None and met is not None and met >= cfg.slo_fraction)
+            search.add(rate, meets, met, watch.stop_reason)
+            rec.serving["capacity_search"] = search.result()
+            if watch.stop_reason and (watch.cancelled or rec.serving["requests"] < n):
+                rec.notes.append(f"stopped early after {rec.serving['requests']} of {n} requests "
+                                 f"({watch.cancelled} in flight cancelled): {watch.describe()}")
+            yield rec
+            k += 1
 
 
 def _measure(cfg: ServeConfig, target: Target, url: str, served: str, sch: Schedule,
@@ -263,7 +273,7 @@ def _duration_pool(s: Schedule) -> int:
     return 2000
 
 
-def _workload(cfg: ServeConfig, sch: Schedule, specs: list[RequestSpec], res: LoadResult) -> dict:
+def _workload(cfg: ServeConfig, sch: Schedule, specs: list[RequestSpec], requests_sent: int) -> dict:
     rate = sch.rate
     own_lens = bool(cfg.dataset or cfg.trace)       # lengths come from the file, not the flags
     mean_in = round(sum(s.prompt_len for s in specs) / len(specs))
@@ -277,7 +287,7 @@ def _workload(cfg: ServeConfig, sch: Schedule, specs: list[RequestSpec], res: Lo
         "request_rate_label": "closed" if rate is None else ("inf" if math.isinf(rate) else f"{rate:g}"),
         "burstiness": None if sch.closed_loop or cfg.trace else sch.burstiness,
         "num_prompts": sch.num_prompts, "duration_s": sch.duration_s,
-        "requests_sent": len(res.sent),
+        "requests_sent": requests_sent,
         "input_len": mean_in if own_lens else int(cfg.input_len.mean),
         "output_len": mean_out if own_lens and cfg.output_len is None
         else int((cfg.output_len or LengthDist(a=32)).mean),
