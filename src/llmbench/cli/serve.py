@@ -68,6 +68,8 @@ def serve(
     server_arg: list[str] = typer.Option([], "--server-arg", help="extra argument for the launched server (repeat)"),
     results: Path = typer.Option(DEFAULT_RESULTS, "--results", help="results directory"),
     uvloop: bool = typer.Option(True, "--uvloop/--no-uvloop", help="use uvloop when installed"),
+    workers: int = typer.Option(1, "--workers", help="client processes sharing each point's load "
+                                "(for loads one event loop cannot drive; see docs/serving.md)"),
     server_metrics: bool = typer.Option(True, "--server-metrics/--no-server-metrics",
                                         help="scrape the server's Prometheus /metrics during each point"),
     metrics_interval: float = typer.Option(1.0, "--metrics-interval", help="seconds between scrapes"),
@@ -110,6 +112,9 @@ def serve(
             raise SpecError([("--find-max-rate", "needs --slo, at most one --rate (where to start), "
                               "-n requests per rate, and an open loop"
                               + (f"; drop {', '.join(clash)}" if clash else ""))])
+    if workers < 1 or (workers > 1 and (turns > 1 or find_max_rate)):
+        raise SpecError([("--workers", "must be >= 1; several workers drive independent requests: "
+                                       "not with --turns or --find-max-rate")])
     if dataset is not None and not dataset.is_file():
         raise SpecError([("--dataset", f"{dataset} is not a file")])
     cfg = _config(
@@ -121,7 +126,7 @@ def serve(
         burstiness=burstiness, max_concurrency=max_concurrency, num_prompts=num_prompts,
         duration_s=duration, warmup=warmup, cooldown=cooldown, slo=parse_slo(slo),
         timeout_s=timeout, seed=seed, force_output=force_output, extra_body=extra,
-        use_uvloop=uvloop, server_metrics=server_metrics, metrics_interval_s=metrics_interval,
+        use_uvloop=uvloop, workers=workers, server_metrics=server_metrics, metrics_interval_s=metrics_interval,
         trace=trace, trace_format=trace_format, trace_speedup=trace_speedup,
         max_input_len=max_input_len, max_output_len=max_output_len, find_max_rate=find_max_rate,
         slo_fraction=slo_fraction, rate_tolerance=rate_tolerance, max_points=max_points)

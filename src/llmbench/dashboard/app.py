@@ -196,6 +196,7 @@ def _best_layout(data: Data) -> html.Div:
             {"label": "throughput", "value": "throughput"},
             {"label": "throughput per device", "value": "throughput_per_device"},
             {"label": "tokens per joule", "value": "tokens_per_joule"},
+            {"label": "energy per token", "value": "energy_per_token"},
             {"label": "latency", "value": "latency"},
             {"label": "efficiency vs roofline", "value": "efficiency"}])),
         _control("Data", dcc.Checklist(id="b-src", value=["own", "reference"], inline=True, options=[
@@ -205,6 +206,7 @@ def _best_layout(data: Data) -> html.Div:
     main = html.Div([
         html.Div(id="b-notes", className="status"),
         dcc.Graph(id="b-graph", config=GRAPH_CONFIG, style={"height": "470px"}),
+        dcc.Graph(id="b-energy", config=GRAPH_CONFIG, style={"height": "470px"}),
         html.Div(id="b-table", className="tablewrap"),
     ], className="main")
     return html.Div([form, main], className="explore")
@@ -305,7 +307,8 @@ def create_app(results: Path | str, poll_s: float = 10.0) -> dash.Dash:
         return fig, status, points if points_open else None
 
     @app.callback(
-        Output("b-graph", "figure"), Output("b-table", "children"), Output("b-notes", "children"),
+        Output("b-graph", "figure"), Output("b-energy", "figure"), Output("b-table", "children"),
+        Output("b-notes", "children"),
         Input("b-model", "value"), Input("b-minp", "value"), Input("b-maxp", "value"),
         Input("b-in", "value"), Input("b-out", "value"), Input("b-ttft", "value"),
         Input("b-tpot", "value"), Input("b-dev", "value"), Input("b-pow", "value"),
@@ -320,13 +323,14 @@ def create_app(results: Path | str, poll_s: float = 10.0) -> dash.Dash:
                                    max_devices=dev, max_power_w=pw, rank_by=rank,
                                    sources=src or [])
         except Exception as e:  # pydantic's message names the bad field
-            return figures.empty_figure("Best configuration", "invalid query").to_dict(), \
-                html.P(str(e), className="help"), ""
+            empty = figures.empty_figure("Best configuration", "invalid query").to_dict()
+            return empty, empty, html.P(str(e), className="help"), ""
         ranked, notes = best_mod.find_best(source.data, q)
         fig = figures.pareto_figure(ranked, height=470)
         n = len(ranked)
         head = f"{n} configuration(s) ranked by {rank.replace('_', ' ')}" if n else ""
-        return fig.to_dict(), _table(best_mod.table_rows(ranked, top=q.top)), \
+        energy = figures.energy_pareto_figure(ranked, height=470)
+        return fig.to_dict(), energy.to_dict(), _table(best_mod.table_rows(ranked, top=q.top)), \
             " · ".join([head, *notes]).strip(" ·")
 
     return app

@@ -37,11 +37,14 @@ class LoadResult:
 
 
 async def run_load(ep: Endpoint, requests: list[bytes], schedule: Schedule, *,
-                   timeout_s: float | None = 300.0, driver=None, watch=None) -> LoadResult:
+                   timeout_s: float | None = 300.0, driver=None, watch=None,
+                   start_at=None) -> LoadResult:
     """`driver(pool, t0, sent)`, when given, sends the requests itself (conversations build
     each turn from the last answer) inside the same measured set-up. `watch` (open loop, a
     capacity.PointWatch) may end the point early: no more arrivals, requests in flight
-    cancelled (counted in `watch.cancelled`)."""
+    cancelled (counted in `watch.cancelled`). `start_at()`, when given, is called once the
+    connections are open and returns the perf_counter time at which to start (workers.py: all
+    worker processes start on one t0)."""
     pool = Pool(ep)
     n_req = len(requests)
     # Open loop without a cap: connections beyond these are opened on demand (and charged).
@@ -54,8 +57,13 @@ async def run_load(ep: Endpoint, requests: list[bytes], schedule: Schedule, *,
     gc.collect()
     gc_was_enabled = gc.isenabled()
     gc.disable()
+    if start_at is not None:
+        t0 = start_at()
+        while (delay := t0 - time.perf_counter()) > 0:   # timers are ms-coarse: yield the rest
+            await asyncio.sleep(delay - 0.002 if delay > 0.003 else 0)
     mon.start()
-    t0 = time.perf_counter()
+    if start_at is None:
+        t0 = time.perf_counter()
     try:
         if driver is not None:
             await driver(pool, t0, sent)

@@ -7,6 +7,11 @@ else the mean). A record without a measured TTFT (the published offline data) is
 conservative bound instead: TTFT <= batch latency and TPOT <= batch latency / (output_len - 1)
 (every token came within the batch); it passes only when that bound already meets the SLO, and
 the table marks the value '≤'.
+
+Energy is a third axis: joules per token (prompt + generated; a serving record's own
+energy_per_token_j under load, else power / throughput), beside tokens/s per user (1 / TPOT,
+the speed one stream sees) and tokens/s per device. `pareto_energy` marks the configurations
+no other beats on all three at once.
 """
 
 from __future__ import annotations
@@ -20,7 +25,8 @@ from pydantic import BaseModel, Field
 from llmbench.report.data import Data
 from llmbench.report.tables import load_label, value_text
 
-RankBy = Literal["throughput", "throughput_per_device", "tokens_per_joule", "latency", "efficiency"]
+RankBy = Literal["throughput", "throughput_per_device", "tokens_per_joule", "energy_per_token",
+                 "latency", "efficiency"]
 # Offline batches and served requests are different measurements (a batch latency is not a
 # request's E2E): they are ranked apart, never in one table.
 MODES = {"offline": ("inference", "reference"), "serving": ("serving",)}
@@ -114,6 +120,8 @@ def find_best(data: Data, q: BestQuery) -> tuple[pd.DataFrame, list[str]]:
     d["tpot_s"] = tpot.fillna(d["latency_s"] / (out_len - 1).where(out_len > 1))
     d["power_w"] = _num(df, "avg_power_w_mean")
     d["tokens_per_joule"] = d["throughput_tok_s"] / d["power_w"].where(d["power_w"] > 0)
+    # measured under load where the record has it (serving), else from the mean power
+    d["energy_per_token_j"] = _num(df, "energy_per_token_j_mean").fillna(1 / d["tokens_per_joule"])
     eff_cols = [c for c in ("roofline_efficiency_total_throughput_tok_s",
                             "roofline_efficiency_output_throughput_tok_s",
                             "roofline_efficiency_batch_latency_s") if c in df.columns]
@@ -122,6 +130,7 @@ def find_best(data: Data, q: BestQuery) -> tuple[pd.DataFrame, list[str]]:
                                    "roofline_bound_output_throughput_tok_s"])
     d["devices"] = pd.to_numeric(df["hardware_count"], errors="coerce").fillna(1)
     d["throughput_per_device"] = d["throughput_tok_s"] / d["devices"]
+    d["tok_s_per_user"] = 1 / d["tpot_s"].where(d["tpot_s"] > 0)
     d = d[d["throughput_tok_s"].notna()]
     if only_out[d.index].any():
         notes.append(f"{int(only_out[d.index].sum())} record(s) have no total throughput; their "
@@ -147,7 +156,8 @@ def find_best(data: Data, q: BestQuery) -> tuple[pd.DataFrame, list[str]]:
             (mode == "serving" and c in ("concurrency", "request_rate", "max_concurrency"))]
     d = d.join(df.loc[d.index, keys])
     num = ["throughput_tok_s", "latency_s", "ttft_s", "tpot_s", "power_w", "tokens_per_joule",
-           "efficiency", "bound_tok_s", "devices", "throughput_per_device"]
+           "efficiency", "bound_tok_s", "devices", "throughput_per_device", "energy_per_token_j",
+           "tok_s_per_user"]
     g = d.groupby(keys, dropna=False)
     merged = g[num].mean()
     merged["throughput_std"] = g["throughput_tok_s"].std().fillna(0.0)
@@ -158,15 +168,18 @@ def find_best(data: Data, q: BestQuery) -> tuple[pd.DataFrame, list[str]]:
     merged["records"] = g.size()
     merged = merged.reset_index()
     merged["pareto"] = pareto_mask(merged["latency_s"].to_numpy(), merged["throughput_tok_s"].to_numpy())
+    merged["pareto_energy"] = pareto_front(np.column_stack([
+        merged["tok_s_per_user"], merged["throughput_per_device"], -merged["energy_per_token_j"]]))
     by = {"throughput": ("throughput_tok_s", False), "throughput_per_device": ("throughput_per_device", False),
-          "tokens_per_joule": ("tokens_per_joule", False), "latency": ("latency_s", True),
+          "tokens_per_joule": ("tokens_per_joule", False),
+          "energy_per_token": ("energy_per_token_j", True), "latency": ("latency_s", True),
           "efficiency": ("efficiency", False)}[q.rank_by]
     merged = merged.sort_values(by[0], ascending=by[1], na_position="last", kind="stable")
     merged["rank"] = np.arange(1, len(merged) + 1)
     if len(merged) > q.top:
         notes.append(f"showing the top {q.top} of {len(merged)} configurations")
     # What is shown: the table's rows and, for the figure, the best KEEP plus the frontier.
-    keep = merged[(merged["rank"] <= max(q.top, KEEP)) | merged["pareto"]].copy()
+    keep = merged[(merged["rank"] <= max(q.top, KEEP)) | merged["pareto"] | merged["pareto_energy"]].copy()
     if len(keep) < len(merged):
         notes.append(f"the figure shows the top {KEEP} and the Pareto frontier")
     keep["config"] = [config_label(r, keys, serving=mode == "serving") for _, r in keep.iterrows()]
@@ -218,12 +231,25 @@ def pareto_mask(latency: np.ndarray, throughput: np.ndarray) -> np.ndarray:
     return mask
 
 
+def pareto_front(points: np.ndarray) -> np.ndarray:
+    """True for each row (all axes higher-is-better) that no other row dominates: >= on every
+    axis and > on one. A row with a missing value is never on it."""
+    valid = ~np.isnan(points).any(axis=1)
+    mask = np.zeros(len(points), dtype=bool)
+    p = points[valid]
+    for i, row in zip(np.where(valid)[0], p):
+        mask[i] = not ((p >= row).all(axis=1) & (p > row).any(axis=1)).any()
+    return mask
+
+
 TABLE_COLUMNS = [("rank", "#"), ("source", "source"), ("system", "hardware · engine"),
                  ("model", "model"), ("config", "configuration"),
                  ("throughput_tok_s", "throughput tok/s"), ("throughput_per_device", "per device"),
                  ("latency_s", "latency s"), ("ttft_s", "TTFT s"), ("tpot_s", "TPOT s"),
-                 ("power_w", "power W"), ("tokens_per_joule", "tok/J"),
-                 ("efficiency", "roofline eff."), ("pareto", "Pareto")]
+                 ("tok_s_per_user", "tok/s per user"), ("power_w", "power W"),
+                 ("tokens_per_joule", "tok/J"), ("energy_per_token_j", "J/tok"),
+                 ("efficiency", "roofline eff."), ("pareto", "Pareto"),
+                 ("pareto_energy", "Pareto (energy)")]
 
 
 def table_rows(ranked: pd.DataFrame, top: int = 50) -> list[dict[str, str]]:
@@ -242,7 +268,10 @@ def table_rows(ranked: pd.DataFrame, top: int = 50) -> list[dict[str, str]]:
             "latency s": num(r["latency_s"]),
             "TTFT s": ("≤ " if r["ttft_bounded"] else "") + num(r["ttft_s"]),
             "TPOT s": ("≤ " if r["tpot_bounded"] else "") + num(r["tpot_s"]),
+            "tok/s per user": num(r["tok_s_per_user"]),
             "power W": num(r["power_w"], "{:.0f}"), "tok/J": num(r["tokens_per_joule"]),
+            "J/tok": num(r["energy_per_token_j"]),
             "roofline eff.": num(r["efficiency"], "{:.0%}"), "Pareto": "★" if r["pareto"] else "",
+            "Pareto (energy)": "★" if r["pareto_energy"] else "",
         })
     return rows

@@ -415,6 +415,39 @@ def pareto_figure(ranked: pd.DataFrame, title: str = "Throughput against latency
     return fig
 
 
+def energy_pareto_figure(ranked: pd.DataFrame, title: str = "Speed per user, per device and energy",
+                         height: int = 480) -> Fig:
+    """Tokens/s per user (x) against tokens/s per device (y), each point coloured by joules per
+    token; the configurations on the three-axis frontier (best.pareto_front) ringed in black."""
+    if ranked.empty:
+        return empty_figure(title, "no configuration matches the query")
+    d = ranked[ranked["tok_s_per_user"].notna() & ranked["throughput_per_device"].notna()]
+    if d.empty:
+        return empty_figure(title, "matching configurations lack TPOT or throughput")
+    fig = Fig()
+    _base_layout(fig, title, height)
+    j = d["energy_per_token_j"]
+    hover = ("<b>" + d["system"].astype(str) + "</b><br>" + d["config"].astype(str)
+             + "<br>per user: " + d["tok_s_per_user"].map(lambda v: f"{v:.3g}") + " tok/s"
+             + "<br>per device: " + d["throughput_per_device"].map(lambda v: f"{v:,.0f}") + " tok/s"
+             + "<br>energy: " + j.map(lambda v: "no power reading" if pd.isna(v) else f"{v:.3g} J/tok")
+             + "<br>rank " + d["rank"].astype(str))
+    front = d["pareto_energy"].to_numpy()
+    fig.add_trace("scatter", **dict(
+        x=d["tok_s_per_user"], y=d["throughput_per_device"], mode="markers", name="configuration",
+        hovertext=hover, hoverinfo="text", showlegend=False,
+        marker=dict(color=j.fillna(np.nan), colorscale="Viridis", reversescale=True, showscale=True,
+                    colorbar=dict(title=dict(text="J/token")), size=np.where(front, 13, 8),
+                    line=dict(width=np.where(front, 2.5, 0.5), color="#222"))))
+    fig.update_xaxes(title=dict(text="Tokens/s per user (1 / TPOT) — higher is better"), type="log",
+                     showgrid=True, gridcolor="#eee")
+    fig.update_yaxes(title=dict(text="Tokens/s per device — higher is better"), type="log",
+                     showgrid=True, gridcolor="#eee")
+    fig.update_layout(meta={"points": int(len(d)), "frontier": int(front.sum()),
+                            "with_energy": int(j.notna().sum())})
+    return fig
+
+
 def strip_figure(points: pd.DataFrame, x: str, metric: str, color: str = "source",
                  title: str | None = None, height: int = 500, log_y: bool = False) -> Fig:
     """One dot per configuration (duplicates already merged) over a box of their spread, by

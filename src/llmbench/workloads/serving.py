@@ -179,8 +179,14 @@ def _measure(cfg: ServeConfig, target: Target, url: str, served: str, sch: Sched
         scraper.start()
     try:
         with meter.window() as win:
-            res = run_sync(run_load(ep, reqs, sch, timeout_s=cfg.timeout_s, driver=driver,
-                                    watch=watch), cfg.use_uvloop)
+            if cfg.workers > 1:
+                from llmbench.loadgen.workers import run_workers
+
+                res = run_workers(ep, reqs, sch, cfg.workers, timeout_s=cfg.timeout_s,
+                                  use_uvloop=cfg.use_uvloop)
+            else:
+                res = run_sync(run_load(ep, reqs, sch, timeout_s=cfg.timeout_s, driver=driver,
+                                        watch=watch), cfg.use_uvloop)
     finally:
         if scraper:
             scraper.stop()
@@ -302,6 +308,8 @@ def _workload(cfg: ServeConfig, sch: Schedule, specs: list[RequestSpec], request
     # only when used: the point key of an ordinary point stays what it was
     if cfg.prefix_groups > 1:
         w["prefix_groups"] = cfg.prefix_groups
+    if cfg.workers > 1:
+        w["client_workers"] = res.selfcheck.processes
     if cfg.turns > 1:
         w.update(turns=cfg.turns, think_time_s=cfg.think_time_s, sessions=sch.num_prompts // cfg.turns)
     if cfg.trace:

@@ -7,7 +7,7 @@ import random
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from llmbench.errors import SpecError
 from llmbench.loadgen.client import Api
@@ -91,8 +91,16 @@ class ServeConfig(BaseModel):
     force_output: bool = True
     extra_body: dict[str, Any] = Field(default_factory=dict)
     use_uvloop: bool = True
+    workers: int = Field(1, ge=1)               # client processes (loadgen/workers.py)
     server_metrics: bool = True                 # scrape the server's Prometheus /metrics
     metrics_interval_s: float = Field(1.0, gt=0)
+
+    @model_validator(mode="after")
+    def _workers(self) -> ServeConfig:
+        if self.workers > 1 and (self.turns > 1 or self.find_max_rate):
+            raise ValueError("several client workers drive independent requests: not "
+                             "conversations (--turns) nor --find-max-rate (one watch sees every request)")
+        return self
 
     @field_validator("slo")
     @classmethod

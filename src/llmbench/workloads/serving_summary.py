@@ -104,7 +104,8 @@ def summarize_point(outcomes: list[Outcome], res: LoadResult, cfg: ServeConfig, 
                      "end": run_s},
         "client": {"loop": sc.loop, "cpu_s": sc.cpu_s, "wall_s": sc.wall_s,
                    "cpu_util": sc.cpu_util, "loop_lag_p99_s": sc.lag_p99_s(),
-                   "bottleneck": bool(sc.warnings()), "connections_opened": res.connections_opened},
+                   "bottleneck": bool(sc.warnings()), "connections_opened": res.connections_opened,
+                   "processes": sc.processes, "busiest_cpu_util": sc.busiest_cpu_util},
     }
     energy_per_token(energy_j, serving["output_tokens"], serving["prompt_tokens"], metrics)
     return metrics, serving, notes
