@@ -309,7 +309,7 @@ def _workload(cfg: ServeConfig, sch: Schedule, specs: list[RequestSpec], request
     if cfg.prefix_groups > 1:
         w["prefix_groups"] = cfg.prefix_groups
     if cfg.workers > 1:
-        w["client_workers"] = res.selfcheck.processes
+        w["client_workers"] = cfg.workers
     if cfg.turns > 1:
         w.update(turns=cfg.turns, think_time_s=cfg.think_time_s, sessions=sch.num_prompts // cfg.turns)
     if cfg.trace:
