@@ -1,7 +1,8 @@
 """The store as one pandas frame for figures: the index rows plus derived columns.
 
 Derived columns (computed here, once, for every figure):
-- source        'own' for llmbench's measurements, 'reference' for imported published data
+- source        'own' for llmbench's measurements, 'reference' for imported published data,
+                'imported: TOOL' for another tool's results (llmbench import TOOL PATH)
 - system        'hardware ×count · engine', the default colour of every view
 - parallelism   'TP2·PP2' style label (with EP when present)
 - dtype         'w=bf16 · kv=fp8' style label
@@ -107,13 +108,17 @@ def enrich(df: pd.DataFrame) -> pd.DataFrame:
             df[c] = pd.Series(dtype=object)
         return df
     df = df.copy()
-    df["source"] = np.where(df["kind"] == "reference", "reference", "own")
+    tool = _col(df, "source_tool")
+    # own | reference (the published study) | imported: TOOL (another benchmark tool's results)
+    df["source"] = np.where(df["kind"] == "reference", "reference",
+                            np.where(tool.notna(), "imported: " + tool.fillna("").astype(str), "own"))
     hw = _col(df, "hardware").fillna("?").astype(str)
     cnt = _col(df, "hardware_count").fillna(1)
     cnt_lbl = cnt.map(lambda c: "" if _label_num(c) in ("", "1") else f" ×{_label_num(c)}")
     eng = _col(df, "backend").fillna("?").astype(str)
     df["system"] = hw + cnt_lbl + " · " + eng
-    df["engine"] = eng.where(df["source"] == "reference", eng + " (own)")
+    df["engine"] = eng.where(df["source"] != "own", eng + " (own)")
+    df["engine"] = df["engine"].where(tool.isna(), eng + " (" + tool.fillna("").astype(str) + ")")
     tp = _col(df, "tensor_parallel").map(_label_num)
     pp = _col(df, "pipeline_parallel").map(_label_num)
     ep = _col(df, "expert_parallel").map(_label_num)

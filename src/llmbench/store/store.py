@@ -220,6 +220,8 @@ def flatten(d: dict[str, Any], path: Path | None = None) -> dict[str, Any]:
         "synthetic_weights": m.get("synthetic_weights"),
         "hardware": h.get("name"), "hardware_count": h.get("count"),
         "point_key": d.get("point_key"),
+        # records imported from another tool (importers/*) name it; llmbench's own have none
+        "source_tool": (d.get("source") or {}).get("tool") if isinstance(d.get("source"), dict) else None,
     }
     for k, v in _section(d, "workload").items():
         if isinstance(v, (str, int, float, bool)) or v is None:
