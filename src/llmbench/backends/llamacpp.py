@@ -224,6 +224,7 @@ class LlamaCppBackend(Backend):
                     for pos, tok in enumerate(p)]
             last_index: dict[int, int] = {}
             nxt = [0] * n
+            out: list[list[int]] = [[] for _ in range(n)]
             for c in range(0, len(flat), cap):
                 chunk = flat[c:c + cap]
                 self._decode(batch, *zip(*chunk))
@@ -233,6 +234,7 @@ class LlamaCppBackend(Backend):
                 if last_index:
                     for s, i in last_index.items():
                         nxt[s] = self._argmax(i)
+                        out[s].append(nxt[s])
                     t = time.perf_counter()
                     for s in last_index:
                         timelines[s].add(t)
@@ -248,8 +250,10 @@ class LlamaCppBackend(Backend):
                 for s in range(n):
                     timelines[s].add(t)
                     pos[s] += 1
+                    out[s].append(nxt[s])
         finally:
             ll.llama_batch_free(batch)
+        self.last_tokens = out  # the generated ids per sequence (tests compare engines with them)
         perf = ll.llama_perf_context(self.ctx)
         self._last_perf = {"prefill_s": perf.t_p_eval_ms / 1e3, "decode_s": perf.t_eval_ms / 1e3,
                            "prefill_tokens": float(perf.n_p_eval), "decode_steps": float(perf.n_eval)}
