@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterator
 from typing import Any
 
@@ -27,18 +28,18 @@ KINDS = {"inference": "llmbench.runner:InferenceKind",
          "training": "llmbench.train.kind:TrainingKind"}
 
 
-class PointKind:
+class PointKind(ABC):
     name = ""
 
+    @abstractmethod
     def parse_point(self, doc: dict) -> Any:
         """A point from its JSON form (job files, Ray task arguments)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def prepare(self, points: list, *, local_devices: bool = True) -> Any:
         """Check every point before anything runs (raise SpecError naming every problem) and
         return the context the points need (e.g. resolved models). local_devices=False: the
         devices that count are a cluster's (checked by device_problems)."""
-        raise NotImplementedError
 
     def context(self, points: list) -> Any:
         """The context of `prepare`, rebuilt in a worker without the checks."""
@@ -52,9 +53,9 @@ class PointKind:
         """CUDA devices one point (one unit of the launcher) needs; 0 on the CPU."""
         return 0
 
+    @abstractmethod
     def load_key(self, point) -> Hashable:
         """Points with equal keys run in one worker, in sweep order, sharing one load."""
-        raise NotImplementedError
 
     def command(self, group: list) -> tuple[list[str], dict[str, str]]:
         """The argv prefix that starts the group's worker process (before `-m module`) and
@@ -65,16 +66,16 @@ class PointKind:
         """Whether `--in-process` may run the group inside the llmbench process."""
         return True
 
+    @abstractmethod
     def base_record(self, point, run_id: str, ctx: Any) -> Record:
         """The record every outcome of the point starts from (ok or failed)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def run_group(self, group: list, ctx: Any, run_id: str, say: Progress,
                   before_point: Callable[[Any], None] | None = None) -> Iterator[tuple[Any, Record]]:
         """Run the points in order and yield (point, record) as each is finished; a Python
         error costs its point (a failed record), never the group. Events for `say`: load,
         start, repeat, measured (the timed part is over: bookkeeping follows)."""
-        raise NotImplementedError
 
     def finish(self, store: Store, records: list[Record]) -> list[Record]:
         """After the sweep (every executor, also when nothing was left to run): annotations
