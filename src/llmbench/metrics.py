@@ -1,27 +1,269 @@
-"""Every latency/throughput metric is computed here, once, from timelines (DESIGN.md).
+"""The one catalog of metrics (name, unit, label, short column name, direction, definition)
+that every reader uses, and the latency/throughput metrics computed once, from timelines.
 
-Offline (one batch of B concurrent requests per repeat, the paper's setting):
-- batch_latency_s          whole batch, start to its last token as the backend stamped it (one
-                           value per repeat); what generate() does after that token (llama.cpp's
-                           perf read-out, freeing the batch) is not in it
-- generate_return_s        batch start -> generate() returned (>= batch_latency_s)
-- ttft_s                   batch start -> request's first token (per request)
-- tpot_s                   (t_last - t_first) / (output_tokens - 1) (per request)
-- itl_s                    every gap between tokens, pooled (see measure/timeline.py)
-- e2e_s                    batch start -> request's last token (per request)
-- output_throughput_tok_s  generated tokens / batch latency (per repeat)
-- total_throughput_tok_s   (prompt + generated tokens) / batch latency (per repeat)
-- request_throughput_req_s requests / batch latency (per repeat)
-- avg_power_w, energy_j, tokens_per_joule   per repeat, only where a meter read; energy_j is
-                           per batch: the window's energy / the batches run inside it
-- energy_window_s, energy_batches_per_window   the energy window behind each repeat
+A metric a record can carry has one `Metric` below (or belongs to one of the families that
+`metric()` resolves: `all_<m>`, `server_<m>`, `ttft_s_turn<N>`); the report, the dashboard,
+`llmbench results`, `llmbench compare` and the store's columns look its facts up here.
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass, replace
+from typing import Literal
+
 from llmbench.measure.stats import summarize
 from llmbench.measure.timeline import BatchTiming, RequestTimeline
 from llmbench.store.record import MetricStats
+from llmbench.store.store import STATS
+
+Direction = Literal["higher", "lower", "none"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    name: str
+    unit: str         # as the record's MetricStats.unit says it
+    label: str        # axis title / legend text
+    short: str        # column header of a table (results, report): a few characters
+    direction: Direction  # which way is better; "none": a count or setting, not a merit
+    description: str
+
+
+_M = Metric
+CATALOG: dict[str, Metric] = {m.name: m for m in (
+    # -- latency (offline: from the batch start; serving: from the request's scheduled send)
+    _M("ttft_s", "s", "Time to first token (s)", "TTFT s", "lower",
+       "batch start (offline) or scheduled send (serving) -> the request's first token"),
+    _M("tpot_s", "s", "Time per output token (s)", "TPOT s", "lower",
+       "(t_last - t_first) / (output_tokens - 1), per request"),
+    _M("itl_s", "s", "Inter-token latency (s)", "ITL s", "lower",
+       "every gap between tokens, pooled; a chunk of k tokens counts k (measure/timeline.py)"),
+    _M("itl_per_chunk_s", "s", "Inter-chunk latency (s)", "ITL/chunk s", "lower",
+       "an imported tool's gaps between streamed chunks, when its per-token split is unknown"),
+    _M("paper_itl_s", "s", "Inter-token latency, the study's definition (s)", "paper ITL s", "lower",
+       "the published study's ITL: (latency - TTFT) / (batch x (output_len - 1))"),
+    _M("e2e_s", "s", "End-to-end latency (s)", "E2E s", "lower",
+       "batch start (offline) or scheduled send (serving) -> the request's last token"),
+    _M("ttft_from_send_s", "s", "Time to first token from the actual send (s)", "TTFT send s",
+       "lower", "an imported tool's TTFT from the request's actual send, when it had no schedule"),
+    _M("e2e_from_send_s", "s", "End-to-end latency from the actual send (s)", "E2E send s",
+       "lower", "an imported tool's E2E from the request's actual send, when it had no schedule"),
+    _M("per_token_step_s", "s", "Decode step time (s)", "step/token s", "lower",
+       "an imported tool's per-step decode time, when it is not one gap per token"),
+    _M("request_latency_s", "s", "Request latency (s)", "request s", "lower",
+       "an imported tool's per-request latency, send -> response complete"),
+    _M("batch_latency_s", "s", "Batch latency (s)", "latency s", "lower",
+       "one offline batch, start -> its last token as the backend stamped it (per repeat)"),
+    _M("warmup_batch_latency_s", "s", "Warm-up batch latency (s)", "warm-up s", "lower",
+       "batch latency of the warm-up runs, never averaged into batch_latency_s"),
+    _M("generate_return_s", "s", "Batch start to generate() return (s)", "return s", "lower",
+       "batch start -> generate() returned (>= batch_latency_s)"),
+    _M("send_lag_s", "s", "Send lag (s)", "send lag s", "lower",
+       "actual - scheduled send time (client queueing under a cap, or lag)"),
+    _M("queue_s", "s", "Server queue time (s)", "queue s", "lower",
+       "time a request waited in the server's queue (server histogram only)"),
+    _M("ttft_reasoning_s", "s", "Time to first reasoning token (s)", "TTFT reasoning s", "lower",
+       "scheduled send -> the first reasoning token"),
+    _M("ttft_answer_s", "s", "Time to first answer token (s)", "TTFT answer s", "lower",
+       "scheduled send -> the first answer token after the reasoning"),
+    _M("load_time_s", "s", "Model load time (s)", "load s", "lower",
+       "loading the engine and model, before any timed run"),
+    # -- throughput
+    _M("output_throughput_tok_s", "tok/s", "Output throughput (generated tok/s)", "out tok/s",
+       "higher", "generated tokens / batch latency (offline) or / window length (serving)"),
+    _M("total_throughput_tok_s", "tok/s", "Total throughput (prompt + generated tok/s)",
+       "total tok/s", "higher", "(prompt + generated tokens) / the same time (the study's definition)"),
+    _M("request_throughput_req_s", "req/s", "Request throughput (req/s)", "req/s", "higher",
+       "requests finished / batch latency (offline) or / window length (serving)"),
+    _M("goodput_req_s", "req/s", "Goodput (req/s)", "goodput req/s", "higher",
+       "finished requests meeting every SLO / window length"),
+    _M("eval_throughput_tok_s", "tok/s", "Perplexity evaluation throughput (tok/s)", "eval tok/s",
+       "higher", "tokens scored / evaluation time"),
+    # -- an engine's own counters (Backend.engine_timings; llama-bench), as engine_<key>
+    _M("engine_prefill_s", "s", "Engine-reported prefill time (s)", "engine prefill s", "lower",
+       "the engine's own prompt-processing time"),
+    _M("engine_decode_s", "s", "Engine-reported decode time (s)", "engine decode s", "lower",
+       "the engine's own generation time"),
+    _M("engine_total_s", "s", "Engine-reported prefill + decode time (s)", "engine total s",
+       "lower", "llama-bench's combined prompt + generation test time"),
+    _M("engine_prefill_tok_s", "tok/s", "Engine-reported prefill throughput (tok/s)",
+       "engine prefill tok/s", "higher", "the engine's own prompt tokens / prefill time"),
+    _M("engine_decode_tok_s", "tok/s", "Engine-reported decode throughput (tok/s)",
+       "engine decode tok/s", "higher", "the engine's own generated tokens / decode time"),
+    _M("engine_total_tok_s", "tok/s", "Engine-reported prefill + decode throughput (tok/s)",
+       "engine total tok/s", "higher", "llama-bench's combined test tokens / its time"),
+    _M("engine_ttft_mean_s", "s", "Engine-reported mean TTFT (s)", "engine TTFT s", "lower",
+       "vLLM's own first-token times, mean over the batch"),
+    _M("engine_last_token_mean_s", "s", "Engine-reported mean last-token time (s)",
+       "engine last s", "lower", "vLLM's own last-token times, mean over the batch"),
+    _M("engine_last_token_max_s", "s", "Engine-reported last token of the batch (s)",
+       "engine last max s", "lower", "vLLM's own last-token time, the batch's latest"),
+    _M("engine_preemptions", "", "Engine-reported preemptions", "preemptions", "lower",
+       "requests vLLM preempted during the batch"),
+    _M("engine_corrupted_requests", "", "Engine-reported corrupted requests", "corrupted", "lower",
+       "requests vLLM flagged as corrupted"),
+    _M("engine_prefill_tokens", "", "Engine-reported prompt tokens", "engine prompt tok", "none",
+       "prompt tokens the engine says it evaluated"),
+    _M("engine_decode_steps", "", "Engine-reported decode steps", "engine steps", "none",
+       "generation steps the engine says it ran"),
+    # -- serving load and the client's own health
+    _M("duration_s", "s", "Window length (s)", "window s", "none",
+       "the measured window (or whole run, all_duration_s)"),
+    _M("requests_completed", "req", "Requests completed", "done", "none",
+       "successful requests finishing inside the window"),
+    _M("requests_failed", "req", "Requests failed", "failed", "lower",
+       "failed requests scheduled in the window"),
+    _M("error_rate", "fraction", "Error rate", "errors", "lower",
+       "failed / all requests scheduled in the window"),
+    _M("inflight_mean", "requests", "Mean requests in flight", "in flight", "none",
+       "time-weighted mean number of requests in flight (the load the server carried)"),
+    _M("short_outputs", "requests", "Requests with a different output length", "short", "lower",
+       "requests that returned a different number of tokens than output_len"),
+    _M("client_loop_lag_s", "s", "Client event-loop lag (s)", "loop lag s", "lower",
+       "how late the load generator's event loop woke (a busy client distorts latency)"),
+    _M("client_cpu_util", "fraction", "Client CPU utilisation", "client CPU", "none",
+       "the load generator's CPU time / wall time"),
+    _M("client_cpu_s_per_token", "s/tok", "Client CPU time per token (s)", "client CPU s/tok",
+       "none", "the load generator's CPU time / generated tokens"),
+    _M("prefix_cache_hit_rate", "fraction", "Prefix-cache hit rate", "prefix hits", "none",
+       "the server's own prefix-cache hits / lookups over the point"),
+    _M("reasoning_tokens", "tokens", "Reasoning tokens", "reasoning tok", "none",
+       "tokens a reasoning model spent before its answer"),
+    _M("answer_tokens", "tokens", "Answer tokens", "answer tok", "none",
+       "tokens after the reasoning"),
+    # -- power and energy (only where a meter read)
+    _M("avg_power_w", "W", "Average power (W)", "power W", "lower",
+       "energy over the measured window / its length"),
+    _M("energy_j", "J", "Energy (J)", "energy J", "lower",
+       "energy per batch (offline: the window's energy / the batches inside it) or per window"),
+    _M("tokens_per_joule", "tok/J", "Generated tokens per joule", "tok/J", "higher",
+       "generated tokens / energy"),
+    _M("total_tokens_per_joule", "tok/J", "Total tokens per joule", "total tok/J", "higher",
+       "(prompt + generated tokens) / energy (the study's definition)"),
+    _M("energy_per_token_j", "J/tok", "Energy per token (J)", "J/tok", "lower",
+       "energy / (prompt + generated) tokens; training: energy / tokens trained"),
+    _M("energy_per_output_token_j", "J/tok", "Energy per generated token (J)", "J/out tok",
+       "lower", "energy / generated tokens"),
+    _M("energy_window_s", "s", "Energy window (s)", "energy window s", "none",
+       "the window the meter read over behind each repeat"),
+    _M("energy_batches_per_window", "batches", "Batches per energy window", "batches/window",
+       "none", "batches run inside one energy window"),
+    # -- perplexity
+    _M("perplexity", "", "Perplexity", "perplexity", "lower",
+       "exp(mean negative log-likelihood per scored token)"),
+    _M("nll_per_token", "nats", "Negative log-likelihood per token (nats)", "NLL / token", "lower",
+       "mean negative log-likelihood per scored token"),
+    _M("scored_tokens", "tokens", "Scored tokens", "scored tokens", "none",
+       "tokens whose likelihood was scored"),
+    _M("eval_time_s", "s", "Perplexity evaluation time (s)", "eval s", "lower",
+       "wall time of the evaluation"),
+    # -- training (train/record.py defines them)
+    _M("step_time_s", "s", "Step time (s)", "step s", "lower", "one timed optimiser step"),
+    _M("first_step_s", "s", "First step time (s)", "first step s", "lower",
+       "the first step, compile and warm-up included"),
+    _M("compile_time_s", "s", "Compile time (s)", "compile s", "lower",
+       "first step - median timed step (compiled runs only)"),
+    _M("tokens_per_s", "tok/s", "Training tokens/s", "train tok/s", "higher",
+       "tokens in a step, all devices / step time"),
+    _M("tokens_per_s_per_device", "tok/s", "Training tokens/s per device", "tok/s/device",
+       "higher", "tokens_per_s / device count"),
+    _M("samples_per_s", "samples/s", "Training samples/s", "samples/s", "higher",
+       "samples in a step / step time"),
+    _M("tflops", "TFLOP/s", "Achieved TFLOP/s", "TFLOP/s", "higher",
+       "tokens_per_s x model FLOPs per token / 1e12"),
+    _M("tflops_per_device", "TFLOP/s", "Achieved TFLOP/s per device", "TFLOP/s/device", "higher",
+       "tflops / device count"),
+    _M("tflops_causal", "TFLOP/s", "Achieved TFLOP/s, causal attention FLOPs", "causal TFLOP/s",
+       "higher", "tflops counting only the causal half of attention"),
+    _M("mfu", "ratio", "Model FLOPs utilisation", "MFU", "higher",
+       "tflops_per_device / the hardware's dense peak for the precision"),
+    _M("mfu_measured_peak", "ratio", "MFU against the measured matmul peak", "MFU (measured)",
+       "higher", "tflops_per_device / the matrix-product peak measured in the same run"),
+    _M("matmul_peak_tflops", "TFLOP/s", "Measured matmul peak (TFLOP/s)", "matmul TFLOP/s", "none",
+       "the matrix-product peak measured in the same run"),
+    _M("mem_peak_gib", "GiB", "Peak memory (GiB)", "memory GiB", "lower",
+       "the peak accelerator (or process) memory over the point"),
+    _M("loss_first", "nat", "First-step loss", "loss first", "none", "the training loss at step one"),
+    _M("loss_last", "nat", "Last-step loss", "loss last", "lower", "the training loss at the last step"),
+    _M("scaling_efficiency", "ratio", "Scaling efficiency", "scaling eff.", "higher",
+       "tokens_per_s / (devices x the one-device tokens_per_s)"),
+    _M("speedup_vs_dense", "ratio", "Speed-up over dense", "vs dense", "higher",
+       "tokens_per_s / the dense point's tokens_per_s"),
+)}
+
+# Families: one rule each, derived from the base metric's entry.
+_TURN = re.compile(r"^(?P<base>.+)_turn(?P<n>\d+)$")
+ROOFLINE_EFFICIENCY = "roofline_efficiency_"
+
+
+def metric(name: str) -> Metric | None:
+    """The catalog entry of a metric name, families included; None for a name it lacks (an
+    older record's, or a tool's own): readers then show the bare name, with no direction."""
+    if name in CATALOG:
+        return CATALOG[name]
+    if name.startswith("all_") and (b := CATALOG.get(name[4:])):
+        return replace(b, name=name, label=f"{_stem(b.label)}, whole run{_unit_of(b.label)}",
+                       short=f"all {b.short}", description=b.description
+                       + "; over the whole run, warm-up and cool-down included")
+    if name.startswith("server_") and (b := CATALOG.get(name[7:])):
+        return replace(b, name=name, label=f"{_stem(b.label)}, server's histogram{_unit_of(b.label)}",
+                       short=f"server {b.short}", description=b.description
+                       + "; from the server's own histogram (bucket-interpolated)")
+    if (t := _TURN.match(name)) and (b := CATALOG.get(t["base"])):
+        return replace(b, name=name, label=f"{_stem(b.label)}, turn {t['n']}{_unit_of(b.label)}",
+                       short=f"{b.short} t{t['n']}", description=b.description
+                       + f"; requests of conversation turn {t['n']}")
+    return None
+
+
+def _stem(label: str) -> str:
+    return label.split(" (")[0]
+
+
+def _unit_of(label: str) -> str:
+    return label[len(_stem(label)):]
+
+
+def unit(name: str) -> str:
+    """The unit a record states for this metric (this module's computations read it here)."""
+    return CATALOG[name].unit
+
+
+def direction(name: str) -> Direction:
+    m = metric(name)
+    return m.direction if m else "none"
+
+
+def split_column(col: str) -> tuple[Metric, str] | None:
+    """A flat column `<metric>_<stat>` as (its metric, the stat); None when its metric is not
+    in the catalog."""
+    for st in STATS:
+        if col.endswith("_" + st) and (m := metric(col[:-len(st) - 1])):
+            return m, st
+    return None
+
+
+def column_header(col: str) -> str | None:
+    """A table's header for a flat column: the metric's short name, with a stat other than the
+    mean before its unit ('TTFT p50 s'); the roofline efficiency of a metric as 'efficiency
+    (out)'. None for a column that is no catalogued metric."""
+    if col.startswith(ROOFLINE_EFFICIENCY):
+        m = metric(col[len(ROOFLINE_EFFICIENCY):])
+        return f"efficiency ({_short_stem(m)})" if m else None
+    found = split_column(col)
+    if found is None:
+        return None
+    m, st = found
+    if st == "mean":
+        return m.short
+    stem = _short_stem(m)
+    return f"{stem} {st} {m.short[len(stem) + 1:]}" if stem != m.short else f"{m.short} {st}"
+
+
+def _short_stem(m: Metric) -> str:
+    """The short name less its unit ('out tok/s' -> 'out')."""
+    return m.short[:-len(m.unit) - 1] if m.unit and m.short.endswith(" " + m.unit) else m.short
 
 
 def per_request(timelines: list[RequestTimeline]) -> dict[str, list[float]]:
@@ -71,25 +313,11 @@ def offline_metrics(batches: list[BatchTiming], input_len: int) -> dict[str, Met
             if b.energy_window_s is not None:
                 per_batch["energy_window_s"].append(b.energy_window_s)
                 per_batch["energy_batches_per_window"].append(b.energy_batches)
-    units = {"ttft_s": "s", "tpot_s": "s", "itl_s": "s", "e2e_s": "s", "batch_latency_s": "s",
-             "generate_return_s": "s",
-             "output_throughput_tok_s": "tok/s", "total_throughput_tok_s": "tok/s",
-             "request_throughput_req_s": "req/s", "avg_power_w": "W", "energy_j": "J",
-             "tokens_per_joule": "tok/J", "energy_window_s": "s",
-             "energy_batches_per_window": "batches"}
     result = {}
     for k, v in {**pooled, **per_batch}.items():
         if v:
-            result[k] = summarize(v, units[k])
+            result[k] = summarize(v, unit(k))
     return result
-
-
-SERVING_UNITS = {"ttft_s": "s", "tpot_s": "s", "itl_s": "s", "e2e_s": "s", "send_lag_s": "s",
-                 "output_throughput_tok_s": "tok/s", "total_throughput_tok_s": "tok/s",
-                 "request_throughput_req_s": "req/s", "goodput_req_s": "req/s",
-                 "duration_s": "s", "requests_completed": "req", "requests_failed": "req",
-                 "error_rate": "fraction", "avg_power_w": "W", "energy_j": "J",
-                 "tokens_per_joule": "tok/J", "inflight_mean": "requests"}
 
 
 def inflight_mean(timelines: list[RequestTimeline], window: tuple[float, float]) -> float:
@@ -165,7 +393,7 @@ def serving_metrics(timelines: list[RequestTimeline], window: tuple[float, float
         single["avg_power_w"] = energy_j / span
         if energy_j > 0:
             single["tokens_per_joule"] = out_tok / energy_j
-    result = {k: summarize(v, SERVING_UNITS[k], keep_samples=keep_samples)
+    result = {k: summarize(v, unit(k), keep_samples=keep_samples)
               for k, v in samples.items() if v}
-    result.update({k: summarize([v], SERVING_UNITS[k], keep_samples=False) for k, v in single.items()})
+    result.update({k: summarize([v], unit(k), keep_samples=False) for k, v in single.items()})
     return result

@@ -208,8 +208,8 @@ def _per_request(path: Path) -> tuple[ImportResult, Record | None]:
     if chunked:
         rec.notes.append(f"itl: {chunked} of {len(ttft)} requests had chunks != tokens − 1 "
                          "(AIPerf's token counts): gaps kept per chunk as itl_per_chunk_s")
-    rec.metrics["requests_completed"] = one(float(len(ttft)), "requests")
-    rec.metrics["requests_failed"] = one(float(errors), "requests")
+    rec.metrics["requests_completed"] = one(float(len(ttft)), "req")
+    rec.metrics["requests_failed"] = one(float(errors), "req")
     if t0 is not None and t1 is not None and t1 > t0:
         wall_s = (t1 - t0) * 1e-9
         rec.metrics["output_throughput_tok_s"] = one(sum(outs) / wall_s, "tok/s")

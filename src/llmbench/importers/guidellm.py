@@ -100,9 +100,9 @@ def _benchmark(b: dict, where: str, res: ImportResult) -> Record | None:
     totals = m.get("request_totals") if isinstance(m.get("request_totals"), dict) else {}
     ok_n, err_n, inc_n = (num(totals.get(k)) for k in ("successful", "errored", "incomplete"))
     if ok_n is not None:
-        rec.metrics["requests_completed"] = one(ok_n, "requests")
+        rec.metrics["requests_completed"] = one(ok_n, "req")
     if err_n is not None and inc_n is not None:
-        rec.metrics["requests_failed"] = one(err_n + inc_n, "requests")
+        rec.metrics["requests_failed"] = one(err_n + inc_n, "req")
     dur = num(b.get("duration"))
     if dur and dur > 0:
         for name, key in (("output_throughput_tok_s", "output_token_count"),

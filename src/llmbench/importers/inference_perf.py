@@ -141,8 +141,8 @@ def _per_request(rows: list, rec: Record, closed: bool, path: Path, res: ImportR
         rec.workload["input_len"] = round(sum(ins) / len(ins))
     if outs:
         rec.workload["output_len"] = round(sum(outs) / len(outs))
-        rec.metrics["requests_completed"] = one(float(len(outs)), "requests")
-    rec.metrics["requests_failed"] = one(float(failed), "requests")
+        rec.metrics["requests_completed"] = one(float(len(outs)), "req")
+    rec.metrics["requests_failed"] = one(float(failed), "req")
     if outs and t0 is not None and t1 is not None and t1 > t0:
         rec.metrics["output_throughput_tok_s"] = one(sum(outs) / (t1 - t0), "tok/s")
         rec.metrics["request_throughput_req_s"] = one(len(outs) / (t1 - t0), "req/s")
@@ -188,7 +188,7 @@ def _summary(doc: dict, rec: Record, closed: bool) -> None:
         if (st := one(num(tp.get(theirs)), unit)) is not None:
             rec.metrics[ours] = st
     if n is not None:
-        rec.metrics["requests_completed"] = one(n, "requests")
+        rec.metrics["requests_completed"] = one(n, "req")
     fails = num((doc.get("failures") or {}).get("count")) if isinstance(doc.get("failures"), dict) else None
     if fails is not None:
-        rec.metrics["requests_failed"] = one(fails, "requests")
+        rec.metrics["requests_failed"] = one(fails, "req")

@@ -120,8 +120,8 @@ def _serve(doc: dict, path: Path, text: str, res: ImportResult) -> Record:
         rec.workload["output_len"] = round(num(doc["total_output_tokens"]) / completed)
     if failed:
         rec.notes.append(f"{int(failed)} requests failed in vLLM's run")
-    _put(rec, "requests_completed", one(completed, "requests"))
-    _put(rec, "requests_failed", one(failed, "requests"))
+    _put(rec, "requests_completed", one(completed, "req"))
+    _put(rec, "requests_failed", one(failed, "req"))
     for name, key, unit in (("request_throughput_req_s", "request_throughput", "req/s"),
                             ("output_throughput_tok_s", "output_throughput", "tok/s"),
                             ("total_throughput_tok_s", "total_token_throughput", "tok/s"),

@@ -86,7 +86,7 @@ def fill(rec: Record, p: TrainPoint, r: dict[str, Any], torch_version: str | Non
     if r.get("energy_j") is not None:
         m["energy_j"] = one(r["energy_j"], "J")
         m["avg_power_w"] = one(r["avg_power_w"], "W")
-        m["energy_per_token_j"] = one(r["energy_j"] / (r["tokens_per_step"] * len(times)), "J/token")
+        m["energy_per_token_j"] = one(r["energy_j"] / (r["tokens_per_step"] * len(times)), "J/tok")
         if r.get("energy_window_s", 1e9) < MIN_ENERGY_WINDOW_S:
             notes.append(f"energy measured over {r['energy_window_s']:.2f} s only: NVML's energy "
                          "counter updates too coarsely for that; take more --steps for energy")

@@ -21,7 +21,7 @@ from llmbench.backends.base import Backend
 from llmbench.measure.power import MIN_RELIABLE_WINDOW_S, EnergyMeter
 from llmbench.measure.stats import summarize
 from llmbench.measure.timeline import BatchTiming
-from llmbench.metrics import last_token_time, offline_metrics
+from llmbench.metrics import last_token_time, metric, offline_metrics
 from llmbench.spec import Point
 from llmbench.store.record import MetricStats
 from llmbench.workloads.prompts import make_prompts
@@ -74,8 +74,8 @@ def run_offline(backend: Backend, point: Point, meter: EnergyMeter,
             on_repeat()
     metrics = offline_metrics(batches, point.input_len)
     for k, v in engine.items():  # the engine's own view, e.g. llama.cpp's perf counters
-        unit = "tok/s" if k.endswith("_tok_s") else "s" if k.endswith("_s") else ""
-        metrics[f"engine_{k}"] = summarize(v, unit)
+        known = metric(f"engine_{k}")  # a counter the catalog lacks has no known unit
+        metrics[f"engine_{k}"] = summarize(v, known.unit if known else "")
     if warm:
         metrics["warmup_batch_latency_s"] = summarize(warm, "s")
     windows = [b.energy_window_s for b in batches if b.energy_window_s is not None]
