@@ -1,17 +1,25 @@
 """The one metric catalog (metrics.py): every metric a record can carry has an entry whose
-unit is the unit its producer writes."""
+unit is the unit its producer writes, and every reader (the report's labels and tables, the
+dashboard, `llmbench results`, `llmbench compare`, the store's columns) takes its facts from
+it."""
 
 import re
 from pathlib import Path
 from types import SimpleNamespace
 
+import pandas as pd
 import pytest
 
 from llmbench import metrics as catalog
+from llmbench.analysis.compare import metric_change
+from llmbench.cli import results as results_cli
+from llmbench.dashboard import app as dash_app
 from llmbench.importers.registry import parse
 from llmbench.measure.stats import summarize
 from llmbench.measure.timeline import BatchTiming, RequestTimeline
 from llmbench.metrics import CATALOG, column_header, metric, offline_metrics, serving_metrics
+from llmbench.report import figures, tables
+from llmbench.store.columns import is_metric
 from llmbench.store.record import Record
 
 SRC = Path(catalog.__file__).parent
@@ -182,3 +190,48 @@ def test_column_headers():
     assert column_header("roofline_efficiency_tokens_per_s") == "efficiency (train)"
     assert column_header("all_ttft_s_ci95_low") == "all TTFT ci95_low s"
     assert column_header("batch_size") is None and column_header("engine_x_mean") is None
+
+
+# -- the readers read it ------------------------------------------------------------------------
+def test_compare_verdicts_follow_the_catalog_direction():
+    def change(name, a, b):
+        return metric_change(name, summarize(a, ""), summarize(b, ""))
+
+    up, down = ([1.0, 1.1, 0.9], [2.0, 2.1, 1.9]), ([2.0, 2.1, 1.9], [1.0, 1.1, 0.9])
+    assert change("perplexity", *down).verdict == "better"       # lower is better
+    assert change("mem_peak_gib", *up).verdict == "worse"        # lower is better
+    assert change("tokens_per_s_per_device", *up).verdict == "better"
+    assert change("ttft_s", *up).verdict == "worse"
+    assert change("scored_tokens", *up).verdict == "changed"     # no direction
+    assert change("scored_tokens", *up).worse_pct == 0.0
+    assert change("some_tool_metric", *up).verdict == "changed"  # not in the catalog
+
+
+def test_every_reader_takes_its_facts_from_the_catalog(monkeypatch):
+    name = "output_throughput_tok_s"
+    # the readers' view of the real entry
+    assert figures.label(name) == CATALOG[name].label == "Output throughput (generated tok/s)"
+    assert results_cli._header(f"{name}_mean") == CATALOG[name].short == "out tok/s"
+    for m in CATALOG:
+        assert figures.label(m) == CATALOG[m].label
+        assert results_cli._header(f"{m}_mean") == CATALOG[m].short
+    for col in results_cli.METRIC_COLUMNS:
+        assert column_header(col) is not None, col
+    # a changed entry changes every reader: none keeps a copy
+    fake = catalog.Metric(name, "tok/s", "Fake label (tok/s)", "fake tok/s", "lower", "test")
+    monkeypatch.setitem(CATALOG, name, fake)
+    assert figures.label(name) == "Fake label (tok/s)"
+    assert figures.label(f"all_{name}") == "Fake label, whole run (tok/s)"
+    assert dash_app._field_options([name]) == [{"label": "Fake label (tok/s)", "value": name}]
+    assert results_cli._header(f"{name}_mean") == "fake tok/s"
+    assert results_cli._header(f"{name}_p50") == "fake p50 tok/s"
+    assert results_cli._header(f"roofline_efficiency_{name}") == "efficiency (fake)"
+    faster = metric_change(name, summarize([1.0, 1.1, 0.9], "tok/s"), summarize([2.0, 2.1, 1.9], "tok/s"))
+    assert faster.verdict == "worse"  # the fake says lower is better
+    df = pd.DataFrame({"kind": ["serving"] * 2, "status": ["ok"] * 2, "model": ["a", "b"],
+                       "system": ["cpu · llamacpp"] * 2,
+                       f"{name}_mean": [1.0, 2.0]})
+    rows, _ = tables.kind_table(df, "serving")
+    assert "fake tok/s" in rows[0] and "out tok/s" not in rows[0]
+    # the store's columns: a catalogued metric's column is an outcome even without its _mean
+    assert is_metric("tpot_s_p99", ["tpot_s_p99"]) and not is_metric("batch_size", ["batch_size"])

@@ -23,6 +23,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from llmbench.metrics import direction
 from llmbench.store.record import MetricStats, Record
 
 # Fields that describe how a run was done, not what was measured.
@@ -53,13 +54,6 @@ PRIMARY = {
     "perplexity": ("perplexity",),
     "reference": ("batch_latency_s", "e2e_s", "output_throughput_tok_s", "total_throughput_tok_s"),
 }
-HIGHER_IS_BETTER_SUFFIX = ("_tok_s", "_req_s", "tokens_per_joule", "tflops", "mfu", "tokens_per_s")
-
-
-def higher_is_better(metric: str) -> bool:
-    return metric.endswith(HIGHER_IS_BETTER_SUFFIX)
-
-
 def get_path(rec: Record, path: str) -> Any:
     obj: Any = rec.model_dump()
     for part in path.split("."):
@@ -175,11 +169,14 @@ class Change:
 
     @property
     def verdict(self) -> str:
-        """better | worse | no significant change (direction by the metric's meaning)."""
+        """better | worse | no significant change (the catalog's direction); a metric with no
+        direction (a count, a setting) or none known only 'changed'."""
         if not self.significant:
             return "no significant change"
-        up = self.diff > 0
-        return "better" if up == higher_is_better(self.metric) else "worse"
+        way = direction(self.metric)
+        if way == "none":
+            return "changed"
+        return "better" if (self.diff > 0) == (way == "higher") else "worse"
 
     @property
     def worse_pct(self) -> float:

@@ -13,20 +13,19 @@ from rich.table import Table
 
 from llmbench.cli.common import fmt, out
 from llmbench.errors import SpecError
+from llmbench.metrics import column_header
 from llmbench.store.columns import distinguishing, said_once
 from llmbench.store.store import DEFAULT_RESULTS, Store
 
-# The headline metrics a table shows when a record has them (short headers: a header with
-# spaces can wrap, a number never should).
+# The headline metric columns a table shows when a record has them, headed by the catalog's
+# short names (metrics.column_header: a header with spaces can wrap, a number never should).
 # The most telling first: a narrow terminal keeps the left ones.
-METRIC_COLUMNS = {
-    "output_throughput_tok_s_mean": "out tok/s", "batch_latency_s_mean": "latency s",
-    "ttft_s_p50": "TTFT p50 s", "tpot_s_p50": "TPOT p50 s", "total_throughput_tok_s_mean": "total tok/s",
-    "request_throughput_req_s_mean": "req/s", "perplexity_mean": "perplexity",
-    "tokens_per_s_mean": "train tok/s", "tflops_mean": "TFLOP/s", "mfu_mean": "MFU",
-    "roofline_efficiency_output_throughput_tok_s": "efficiency",
-    "roofline_efficiency_tokens_per_s": "efficiency (train)",
-}
+METRIC_COLUMNS = (
+    "output_throughput_tok_s_mean", "batch_latency_s_mean", "ttft_s_p50", "tpot_s_p50",
+    "total_throughput_tok_s_mean", "request_throughput_req_s_mean", "perplexity_mean",
+    "tokens_per_s_mean", "tflops_mean", "mfu_mean", "roofline_efficiency_output_throughput_tok_s",
+    "roofline_efficiency_tokens_per_s",
+)
 # Flags the default table adds when any row raises them: a contended point (other work shared
 # the machine while it was measured, measure/contention) must never pass as clean.
 FLAG_COLUMNS = ("contended",)
@@ -129,7 +128,7 @@ def _results(results: Path, format: str, where: str | None, sort: str | None, li
 
 
 def _header(c: str) -> str:
-    return METRIC_COLUMNS.get(c) or SHORT.get(c) or c.removeprefix("opt_").replace("_", " ")
+    return column_header(c) or SHORT.get(c) or c.removeprefix("opt_").replace("_", " ")
 
 
 def fit_columns(show: list[str], must: list[str], cells: dict[str, list[str]], numeric: set[str],

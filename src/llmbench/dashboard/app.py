@@ -125,7 +125,7 @@ def _explore_layout(data: Data) -> html.Div:
     st = view_state(data, view_key, fields, source)
     fig, status, _ = figure_state(data, view_key, st["x"], st["y"], "mean", st["color"],
                                   st["log"], {f: v for f, v in zip(fields, st["filters"]) if v})
-    filters = [_control(figures.label(f) if f in figures.LABELS else f.replace("_", " "),
+    filters = [_control(figures.FIELD_LABELS.get(f) or f.replace("_", " "),
                         dcc.Dropdown(id={"type": "filter", "field": f}, multi=True,
                                      options=filter_options(data, f), placeholder="all",
                                      value=v, className="filter"))

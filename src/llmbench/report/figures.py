@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from llmbench.metrics import ROOFLINE_EFFICIENCY, metric
 from llmbench.report.aggregate import Aggregated
 
 PALETTE = ["#1f77b4", "#e45756", "#2ca02c", "#ff7f0e", "#9467bd", "#17becf", "#8c564b",
@@ -23,26 +24,8 @@ PALETTE = ["#1f77b4", "#e45756", "#2ca02c", "#ff7f0e", "#9467bd", "#17becf", "#8
 MAX_SERIES = 12
 MAX_STRIP_POINTS = 3000
 
-LABELS = {
-    "total_throughput_tok_s": "Total throughput (prompt + generated tok/s)",
-    "output_throughput_tok_s": "Output throughput (generated tok/s)",
-    "request_throughput_req_s": "Request throughput (req/s)",
-    "batch_latency_s": "Batch latency (s)",
-    "ttft_s": "Time to first token (s)",
-    "tpot_s": "Time per output token (s)",
-    "itl_s": "Inter-token latency (s)",
-    "e2e_s": "End-to-end latency (s)",
-    "avg_power_w": "Average power (W)",
-    "energy_j": "Energy (J)",
-    "tokens_per_joule": "Generated tokens per joule",
-    "total_tokens_per_joule": "Total tokens per joule",
-    "perplexity": "Perplexity",
-    "tflops": "Achieved TFLOP/s",
-    "mfu": "Model FLOPs utilisation",
-    "tokens_per_s": "Training tokens/s",
-    "step_time_s": "Step time (s)",
-    "mem_peak_gib": "Peak memory (GiB)",
-    "goodput_req_s": "Goodput (req/s)",
+# Configuration fields' axis and filter labels; a metric's label is the catalog's (metrics.py).
+FIELD_LABELS = {
     "batch_size": "Batch size", "input_len": "Input length (tokens)",
     "output_len": "Output length (tokens)", "kv_block_size": "KV-cache block size (tokens)",
     "hardware_count": "Devices", "tensor_parallel": "Tensor parallel", "parallelism": "Parallelism",
@@ -51,25 +34,23 @@ LABELS = {
     "concurrency": "Concurrency", "request_rate": "Request rate (req/s)",
     "seq_len": "Sequence length", "micro_batch": "Micro-batch", "grad_accum": "Gradient accumulation",
 }
+# Other names say their unit by suffix (the project's naming rule): timeout_s -> "timeout (s)".
 _UNITS = [("_tok_s", "tok/s"), ("_req_s", "req/s"), ("_gib", "GiB"), ("_w", "W"), ("_j", "J"),
           ("_s", "s")]
-LOWER_IS_BETTER = ("_s",)  # latencies; throughputs end in _tok_s / _req_s
 
 
 def label(name: str) -> str:
-    if name in LABELS:
-        return LABELS[name]
-    if name.startswith("roofline_efficiency_"):
-        base = label(name[len('roofline_efficiency_'):]).split(" (")[0].lower()
+    if name in FIELD_LABELS:
+        return FIELD_LABELS[name]
+    if m := metric(name):
+        return m.label
+    if name.startswith(ROOFLINE_EFFICIENCY):
+        base = label(name[len(ROOFLINE_EFFICIENCY):]).split(" (")[0].lower()
         return f"Efficiency vs roofline ({base})"
     for suf, unit in _UNITS:
         if name.endswith(suf):
             return f"{name[:-len(suf)].replace('_', ' ')} ({unit})"
     return name.replace("_", " ")
-
-
-def higher_is_better(metric: str) -> bool:
-    return not metric.endswith("_s") or metric.endswith(("_tok_s", "_req_s"))
 
 
 def _si(v: float) -> str:

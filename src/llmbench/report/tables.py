@@ -10,28 +10,24 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from llmbench.metrics import column_header
 from llmbench.numfmt import fmt
 from llmbench.store.columns import distinguishing, said_once
 
-# (column, header, how to show it) per kind; a metric no record has is left out.
-KIND_METRICS: dict[str, list[tuple[str, str, str]]] = {
-    "perplexity": [("perplexity_mean", "perplexity", "num"), ("nll_per_token_mean", "NLL / token", "num"),
-                   ("scored_tokens_mean", "scored tokens", "int"),
-                   ("eval_throughput_tok_s_mean", "eval tok/s", "num")],
-    "training": [("tokens_per_s_mean", "tokens/s", "num"), ("tflops_mean", "TFLOP/s", "num"),
-                 ("mfu_mean", "MFU", "pct"), ("step_time_s_mean", "step s", "num"),
-                 ("mem_peak_gib_mean", "memory GiB", "num"), ("avg_power_w_mean", "power W", "int"),
-                 ("scaling_efficiency_mean", "scaling eff.", "pct")],
-    "serving": [("ttft_s_p50", "TTFT p50 s", "num"), ("ttft_s_p99", "TTFT p99 s", "num"),
-                ("tpot_s_p50", "TPOT p50 s", "num"), ("e2e_s_p50", "E2E p50 s", "num"),
-                ("output_throughput_tok_s_mean", "out tok/s", "num"),
-                ("request_throughput_req_s_mean", "req/s", "num"),
-                ("goodput_req_s_mean", "goodput req/s", "num")],
-    "inference": [("batch_latency_s_mean", "latency s", "num"), ("ttft_s_p50", "TTFT p50 s", "num"),
-                  ("tpot_s_p50", "TPOT p50 s", "num"),
-                  ("output_throughput_tok_s_mean", "out tok/s", "num"),
-                  ("total_throughput_tok_s_mean", "total tok/s", "num"),
-                  ("roofline_efficiency_total_throughput_tok_s", "roofline eff.", "pct")],
+# (column, how to show it) per kind, headed by the catalog's short names
+# (metrics.column_header); a metric no record has is left out.
+KIND_METRICS: dict[str, list[tuple[str, str]]] = {
+    "perplexity": [("perplexity_mean", "num"), ("nll_per_token_mean", "num"),
+                   ("scored_tokens_mean", "int"), ("eval_throughput_tok_s_mean", "num")],
+    "training": [("tokens_per_s_mean", "num"), ("tflops_mean", "num"), ("mfu_mean", "pct"),
+                 ("step_time_s_mean", "num"), ("mem_peak_gib_mean", "num"),
+                 ("avg_power_w_mean", "int"), ("scaling_efficiency_mean", "pct")],
+    "serving": [("ttft_s_p50", "num"), ("ttft_s_p99", "num"), ("tpot_s_p50", "num"),
+                ("e2e_s_p50", "num"), ("output_throughput_tok_s_mean", "num"),
+                ("request_throughput_req_s_mean", "num"), ("goodput_req_s_mean", "num")],
+    "inference": [("batch_latency_s_mean", "num"), ("ttft_s_p50", "num"), ("tpot_s_p50", "num"),
+                  ("output_throughput_tok_s_mean", "num"), ("total_throughput_tok_s_mean", "num"),
+                  ("roofline_efficiency_total_throughput_tok_s", "pct")],
 }
 KIND_TITLES = {"perplexity": "Perplexity", "training": "Training throughput and MFU",
                "serving": "Serving: latency and throughput per load",
@@ -51,7 +47,8 @@ def kind_table(df: pd.DataFrame, kind: str) -> tuple[list[dict[str, str]], str]:
     """Rows (display strings) for the ok records of one kind, duplicates of a configuration
     merged by their mean, and a note (the values every row shares, rows left out)."""
     d = df[(df["kind"] == kind) & (df["status"] == "ok")]
-    metrics = [(c, h, k) for c, h, k in KIND_METRICS.get(kind, []) if c in d and d[c].notna().any()]
+    metrics = [(c, column_header(c), k) for c, k in KIND_METRICS.get(kind, [])
+               if c in d and d[c].notna().any()]
     if d.empty or not metrics:
         return [], ""
     cols = list(d.columns)

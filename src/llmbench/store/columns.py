@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from llmbench.metrics import split_column
 from llmbench.store.store import STATS
 
 # Never a configuration: identity, bookkeeping, outcomes and values derived from others.
@@ -25,8 +26,9 @@ SHAPE = ("batch_size", "input_len", "output_len", "concurrency", "request_rate",
 
 
 def is_metric(c: str, cols: Sequence[str]) -> bool:
-    """`<metric>_<stat>` and roofline columns are outcomes, not configuration."""
-    if c.startswith("roofline_"):
+    """`<metric>_<stat>` and roofline columns are outcomes, not configuration: a catalogued
+    metric's (metrics.py), or one whose `_mean` column is there (a tool's own metric)."""
+    if c.startswith("roofline_") or split_column(c):
         return True
     base, _, stat = c.rpartition("_")
     if stat in ("low", "high") and base.endswith("_ci95"):
