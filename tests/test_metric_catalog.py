@@ -192,6 +192,21 @@ def test_column_headers():
     assert column_header("batch_size") is None and column_header("engine_x_mean") is None
 
 
+def test_the_definitions_page_agrees_with_the_catalog():
+    rows = [line.split(" | ") for line in (SRC.parents[1] / "docs" / "metrics.md").read_text().splitlines()
+            if line.startswith("| `")]
+    assert len(rows) >= 20
+    for row in rows:
+        names = re.findall(r"`([a-z0-9_*]+)`", row[0])
+        units = [u.strip() for u in row[1].split(",")]
+        for i, n in enumerate(names):
+            if n == "engine_*":
+                continue
+            assert n in CATALOG, n
+            u = units[i] if len(units) == len(names) else units[0]
+            assert CATALOG[n].unit == u or u == "—" and CATALOG[n].unit in ("", "ratio"), (n, u)
+
+
 # -- the readers read it ------------------------------------------------------------------------
 def test_compare_verdicts_follow_the_catalog_direction():
     def change(name, a, b):
