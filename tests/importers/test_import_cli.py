@@ -42,9 +42,9 @@ def test_import_rejects_a_dir_without_csv(tmp_path):
 
 def test_claims_run_on_the_imported_fixtures(tmp_path):
     from llmbench.analysis.claims import CLAIMS, run
-    from llmbench.importers import import_llm_inference_bench
+    from llmbench.importers.registry import import_path
 
-    import_llm_inference_bench(FIX, tmp_path)
+    import_path("llm-inference-bench", FIX, tmp_path)
     text = run(tmp_path, show_sql=True)
     for c in CLAIMS:
         assert f"### {c.name}:" in text

@@ -30,7 +30,8 @@ JUNK = st.one_of(st.none(), st.text(max_size=5), st.booleans(), st.just(float("n
 
 
 def test_every_tool_has_a_fuzzed_fixture():
-    assert set(FIXTURES) == set(TOOLS)
+    # the study's CSV directory is fuzzed by tests/test_properties.py
+    assert set(FIXTURES) == set(TOOLS) - {"llm-inference-bench"}
 
 
 def _parse(tool, path):

@@ -26,6 +26,8 @@ from llmbench.importers.common import (ImportResult, Unreadable, dig, from_sampl
 from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
 
 TOOL = "aiperf"
+# the artifact directory: the per-request export (the aggregate beside it is read too)
+OUTPUT_FILES = ("profile_export.jsonl", "profile_export_aiperf.json")
 MS = 1e-3
 
 

@@ -27,6 +27,7 @@ from llmbench.importers.common import (ImportResult, Unreadable, dig, from_sampl
 from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
 
 TOOL = "guidellm"
+OUTPUT_FILES = ("benchmarks.json",)  # what `--output kind=json` writes into the output folder
 MS = 1e-3
 
 

@@ -24,6 +24,8 @@ from llmbench.importers.common import (ImportResult, Unreadable, from_samples, f
 from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
 
 TOOL = "inference-perf"
+# the report directory (config.yaml beside is read too)
+OUTPUT_FILES = ("per_request_lifecycle_metrics.json", "summary_lifecycle_metrics.json")
 
 
 def sniff(doc: Any) -> bool:
