@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.importers.common import (ImportResult, Unreadable, from_samples, from_summary,
-                                       load_json, num, numbers, one, run_id_for, source)
+                                       load_json, mark_bunching, num, numbers, one, run_id_for,
+                                       source)
 from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
 
 TOOL = "inference-perf"
@@ -102,6 +103,7 @@ def _gaps(times: list[float]) -> list[float]:
 
 def _per_request(rows: list, rec: Record, closed: bool, path: Path, res: ImportResult) -> None:
     ttft, e2e, tpot, itl, ins, outs, failed, bad = [], [], [], [], [], [], 0, 0
+    raw: list[float] = []  # arrival gaps as stamped: 0 within a chunk read at once
     t0 = t1 = None
     for i, r in enumerate(rows):
         if not isinstance(r, dict):
@@ -122,6 +124,7 @@ def _per_request(rows: list, rec: Record, closed: bool, path: Path, res: ImportR
         if len(times) > 1:
             tpot.append((times[-1] - times[0]) / (len(times) - 1))
             itl.extend(_gaps(times))
+            raw.extend(b - a for a, b in zip(times, times[1:]))
         outs.append(len(times))
         if (n_in := num(info.get("input_tokens"))) is not None:
             ins.append(n_in)
@@ -139,6 +142,9 @@ def _per_request(rows: list, rec: Record, closed: bool, path: Path, res: ImportR
     for name, xs in ((f"ttft{suffix}", ttft), (f"e2e{suffix}", e2e), ("tpot_s", tpot), ("itl_s", itl)):
         if (st := from_samples(xs, "s")) is not None:
             rec.metrics[name] = st
+    # k tokens stamped at one instant: split evenly above (k gaps), but whether the server sent
+    # them together or the client read them together the file cannot tell: too many is flagged
+    mark_bunching(rec, "itl_s", raw, TOOL)
     if ins:
         rec.workload["input_len"] = round(sum(ins) / len(ins))
     if outs:
