@@ -7,7 +7,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from llmbench.store.store import STATS
+from llmbench.store.store import FLAGS, STATS
 
 # Never a configuration: identity, bookkeeping, outcomes and values derived from others.
 NOT_CONFIG = {"run_id", "created_at", "error", "path", "point_key", "backend_version",
@@ -25,9 +25,13 @@ SHAPE = ("batch_size", "input_len", "output_len", "concurrency", "request_rate",
 
 
 def is_metric(c: str, cols: Sequence[str]) -> bool:
-    """`<metric>_<stat>` and roofline columns are outcomes, not configuration."""
+    """`<metric>_<stat>` (with a metric's flags and a tool figure's label) and roofline columns
+    are outcomes, not configuration."""
     if c.startswith("roofline_"):
         return True
+    for f in (*FLAGS, "label"):
+        if c.endswith(f"_{f}") and f"{c[:-len(f) - 1]}_mean" in cols:
+            return True
     base, _, stat = c.rpartition("_")
     if stat in ("low", "high") and base.endswith("_ci95"):
         base, stat = base[:-len("_ci95")], "mean"
