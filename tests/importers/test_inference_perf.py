@@ -72,3 +72,21 @@ def test_tokens_stamped_at_one_instant_mark_itl_client_limited(tmp_path):
     assert rec.metrics["itl_s"].client_limited is True
     (real,) = inference_perf.parse(src / "per_request_lifecycle_metrics.json").records
     assert real.metrics["itl_s"].client_limited is False
+
+
+def test_report_directory_keeps_inference_perf_figures():
+    """The report directory as one unit: the per-request conversion, and inference-perf's own
+    summary beside it (its TTFT median = numpy's median of first token − start per request)."""
+    import numpy as np
+
+    from llmbench.importers.registry import parse
+
+    (rec,) = parse("auto", DIR).records
+    rows = json.loads(ROWS.read_text())
+    own = [r["info"]["response_metrics"]["output_token_times"][0] - r["start_time"] for r in rows
+           if not r.get("error") and r["info"]["response_metrics"].get("output_token_times")]
+    assert rec.tool_figures["ttft_s"].median == pytest.approx(float(np.median(own)))
+    assert rec.tool_figures["ttft_s"].mean == pytest.approx(float(np.mean(own)))
+    assert "end of the response" in rec.tool_figures["e2e_s"].label
+    summary = json.loads(SUMMARY.read_text())["successes"]
+    assert rec.tool_figures["output_throughput_tok_s"].mean == summary["throughput"]["output_tokens_per_sec"]

@@ -11,6 +11,8 @@ closed loop: a request is due when a slot frees); for `constant`/`poisson` the p
 schedule delay is not in the file, so TTFT/E2E become `ttft_from_send_s`/`e2e_from_send_s`,
 flagged. Summaries: inference-perf's `request_latency` runs to the end of the response (not
 the last token): kept as `request_latency_s`, flagged; TTFT as above; throughputs n = 1.
+inference-perf's own summary figures (the summary file itself, or the one beside a per-request
+report) are kept as it reported them in `tool_figures` (common.tool_figure).
 """
 
 from __future__ import annotations
@@ -21,10 +23,19 @@ from typing import Any
 
 from llmbench.importers.common import (ImportResult, Unreadable, from_samples, from_summary,
                                        load_json, mark_bunching, num, numbers, one, run_id_for,
-                                       source)
+                                       source, tool_figure)
 from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
 
 TOOL = "inference-perf"
+FIGURES = (  # (ours, inference-perf's summary latency, label)
+    ("ttft_s", "time_to_first_token", "inference-perf time_to_first_token: from the actual send; "
+     "llmbench's ttft_s runs from the scheduled send (the same in a closed loop; in an open loop "
+     "the difference is inference-perf's dispatch delay)"),
+    ("e2e_s", "request_latency", "inference-perf request_latency: send to the end of the "
+     "response; llmbench's e2e_s ends at the last token"),
+    ("tpot_s", "time_per_output_token", "inference-perf time_per_output_token"),
+    ("itl_s", "inter_token_latency", "inference-perf inter_token_latency"),
+)
 # the report directory (config.yaml beside is read too)
 OUTPUT_FILES = ("per_request_lifecycle_metrics.json", "summary_lifecycle_metrics.json")
 
@@ -49,8 +60,15 @@ def parse(path: Path, backend: str | None = None, hardware: str | None = None,
     rec.source = source(TOOL, None, path, 1, report=path.stem)  # type: ignore[attr-defined]
     if isinstance(doc, list):
         _per_request(doc, rec, closed, path, res)
+        try:  # the tool's own printout, when the summary lies beside
+            summary = json.loads(path.with_name("summary_lifecycle_metrics.json").read_text())
+        except (OSError, ValueError):
+            summary = None
     else:
         _summary(doc, rec, closed)
+        summary = doc
+    if isinstance(summary, dict):
+        _tool_figures(summary, rec)
     if not any(k.endswith("_s") for k in rec.metrics):
         res.problems.append(f"{path}:1: no timing metric could be read")
         return res
@@ -170,6 +188,18 @@ def _stats(s: Any, n: int, unit: str = "s"):
     return from_summary(unit, 1.0, n=n, mean=s.get("mean"), median=s.get("median"),
                         min=s.get("min"), max=s.get("max"), p90=s.get("p90"),
                         p95=s.get("p95"), p99=s.get("p99"))
+
+
+def _tool_figures(doc: dict, rec: Record) -> None:
+    ok = doc.get("successes") if isinstance(doc.get("successes"), dict) else {}
+    lat = ok.get("latency") if isinstance(ok.get("latency"), dict) else {}
+    n = num(ok.get("count"))
+    for ours, theirs, label in FIGURES:
+        tool_figure(rec, ours, _stats(lat.get(theirs), int(n) if n else 1), label)
+    tp = ok.get("throughput") if isinstance(ok.get("throughput"), dict) else {}
+    for ours, theirs, unit in (("output_throughput_tok_s", "output_tokens_per_sec", "tok/s"),
+                               ("request_throughput_req_s", "requests_per_sec", "req/s")):
+        tool_figure(rec, ours, one(num(tp.get(theirs)), unit), f"inference-perf {theirs}")
 
 
 def _summary(doc: dict, rec: Record, closed: bool) -> None:
