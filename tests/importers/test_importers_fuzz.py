@@ -45,7 +45,7 @@ def _check(res):
     if res is None:
         return
     for r in res.records:
-        for name, m in r.metrics.items():
+        for name, m in (*r.metrics.items(), *r.tool_figures.items()):
             for s in ("mean", "median", "p50", "p90", "p95", "p99", "min", "max", "std"):
                 v = getattr(m, s)
                 assert v is None or math.isfinite(v), (name, s, v)

@@ -217,7 +217,9 @@ def _per_request(path: Path) -> tuple[ImportResult, Record | None]:
     if not ttft:
         res.problems.append(f"{path}: no readable request row")
         return res, None
-    rec = _record(text, _model_from_dir(path))
+    # the aggregate export beside (the artifact directory): model, load shape, AIPerf's figures
+    agg = _aggregate_doc(path.with_name("profile_export_aiperf.json"))
+    rec = _record(text, _model(agg) if agg else None)
     rec.source = source(TOOL, None, path, 1, export="per-request")  # type: ignore[attr-defined]
     if ins:
         rec.workload["input_len"] = round(sum(ins) / len(ins))
@@ -242,7 +244,6 @@ def _per_request(path: Path) -> tuple[ImportResult, Record | None]:
             rec.metrics["total_throughput_tok_s"] = one((sum(ins) + sum(outs)) / wall_s, "tok/s")
     if skipped:
         rec.notes.append(f"{skipped} warm-up requests left out")
-    agg = _aggregate_doc(path.with_name("profile_export_aiperf.json"))
     if agg:
         _load_shape(agg, rec)
         _tool_figures(agg, rec)
@@ -266,12 +267,6 @@ def _tool_figures(doc: dict, rec: Record) -> None:
                                             median=s.get("p50"), std=s.get("std"),
                                             min=s.get("min"), max=s.get("max"), p90=s.get("p90"),
                                             p95=s.get("p95"), p99=s.get("p99")), label)
-
-
-def _model_from_dir(path: Path) -> str | None:
-    """The model name from the aggregate export beside a per-request file, when present."""
-    agg = _aggregate_doc(path.with_name("profile_export_aiperf.json"))
-    return _model(agg) if agg else None
 
 
 def _aggregate_doc(path: Path) -> dict | None:

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import secrets
+from concurrent.futures import ThreadPoolExecutor
 import tempfile
 import warnings
 from collections.abc import Iterable, Iterator
@@ -272,8 +273,6 @@ def write_all(store: Store, records: Iterable[Record], replace_runs: bool = Fals
     """Write many records (the import path; a sweep writes one at a time through Store.write).
     replace_runs: first remove the stored records of every run id among them (a re-import
     replaces, never doubles). Returns the paths written and the number of records removed."""
-    from concurrent.futures import ThreadPoolExecutor
-
     records = list(records)
     removed = 0
     if replace_runs:
