@@ -160,7 +160,7 @@ cells = st.one_of(st.text(max_size=12), st.sampled_from(["Nvidia A100 GPU", "vLL
                   st.floats().map(str), st.integers(-5, 10**6).map(str))
 
 
-# Found by this test (2026-11-30): a CSV that is not UTF-8 escapes parse_dir as a
+# Found by this test (2026-11-30): a CSV that is not UTF-8 escapes the parse as a
 # UnicodeDecodeError instead of being reported as malformed (or a typed error).
 @FAST
 @given(header=headers, rows=st.lists(st.lists(cells, max_size=10), max_size=6),
@@ -180,6 +180,6 @@ def test_importer_raises_only_typed_errors(header, rows, rel, raw):
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(data)
         try:
-            lib.parse_dir(Path(d))
+            lib.parse(Path(d))
         except LLMBenchError:
             pass

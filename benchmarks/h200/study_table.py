@@ -22,12 +22,12 @@ def main() -> None:
     a = ap.parse_args()
 
     from llmbench.analysis.study import markdown, side_by_side
-    from llmbench.importers.llm_inference_bench import parse_dir
+    from llmbench.importers.llm_inference_bench import parse
     from llmbench.roofline import annotate
     from llmbench.store.record import Record
     from llmbench.store.store import flatten
 
-    refs, _ = parse_dir(a.reference)
+    refs = parse(a.reference).records
     rows = []
     for rec in refs:
         annotate(rec)

@@ -63,3 +63,38 @@ def test_open_loop_strategy(tmp_path):
     recs = _parse_doc(tmp_path, doc).records
     assert [r.workload["load"] for r in recs] == ["closed", "open"]
     assert recs[1].workload["request_rate"] == 2.0
+
+
+def test_guidellm_own_figures_are_kept_beside_ours():
+    """guidellm's TTFT as guidellm reported it (from the actual start, its nearest-rank
+    percentiles), recomputed from its own per-request fields, beside llmbench's."""
+    import numpy as np
+
+    doc = json.loads(FILE.read_text())
+    rows = doc["benchmarks"][0]["requests"]["successful"]
+    (rec,) = guidellm.parse(FILE).records
+    own = np.array([r["time_to_first_token_ms"] for r in rows]) / 1e3
+    fig = rec.tool_figures["ttft_s"]
+    assert fig.median == pytest.approx(float(np.percentile(own, 50, method="inverted_cdf")))
+    assert fig.p90 == pytest.approx(float(np.percentile(own, 90, method="inverted_cdf")))
+    assert fig.mean == pytest.approx(float(own.mean())) and fig.n == len(rows)
+    assert "dispatch delay" in fig.label
+    # llmbench's TTFT (scheduled start) exceeds guidellm's by each request's dispatch delay
+    ours = np.array(rec.metrics["ttft_s"].samples)
+    delay = np.array([r["request_dispatch_delay"] for r in rows])
+    assert ours - own == pytest.approx(delay)
+    # guidellm's ITL is token-weighted: each request's (latency - TTFT)/(out - 1), out - 1 times
+    itl = [r["inter_token_latency_ms"] / 1e3 for r in rows for _ in range(r["output_tokens"] - 1)]
+    assert rec.tool_figures["itl_s"].mean == pytest.approx(float(np.mean(itl)))
+    assert rec.tool_figures["e2e_s"].median == pytest.approx(
+        float(np.percentile([r["request_latency"] for r in rows], 50, method="inverted_cdf")))
+
+
+def test_output_folder_imports_as_one_unit(tmp_path):
+    from llmbench.importers.registry import parse
+
+    d = tmp_path / "guidellm-out"
+    d.mkdir()
+    (d / "benchmarks.json").write_text(FILE.read_text())
+    (rec,) = parse("auto", d).records
+    assert rec.source["tool"] == "guidellm" and "ttft_s" in rec.tool_figures

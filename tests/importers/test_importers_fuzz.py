@@ -30,7 +30,8 @@ JUNK = st.one_of(st.none(), st.text(max_size=5), st.booleans(), st.just(float("n
 
 
 def test_every_tool_has_a_fuzzed_fixture():
-    assert set(FIXTURES) == set(TOOLS)
+    # the study's CSV directory is fuzzed by tests/test_properties.py
+    assert set(FIXTURES) == set(TOOLS) - {"llm-inference-bench"}
 
 
 def _parse(tool, path):
@@ -44,7 +45,7 @@ def _check(res):
     if res is None:
         return
     for r in res.records:
-        for name, m in r.metrics.items():
+        for name, m in (*r.metrics.items(), *r.tool_figures.items()):
             for s in ("mean", "median", "p50", "p90", "p95", "p99", "min", "max", "std"):
                 v = getattr(m, s)
                 assert v is None or math.isfinite(v), (name, s, v)

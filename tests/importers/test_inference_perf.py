@@ -47,3 +47,46 @@ def test_summary_and_open_loop_are_flagged(tmp_path):
     (rec,) = inference_perf.parse(tmp_path / ROWS.name).records
     assert rec.workload["load"] == "open" and rec.workload["request_rate"] == 8.0
     assert "ttft_s" not in rec.metrics and "ttft_from_send_s" in rec.metrics
+
+
+def test_tokens_stamped_at_one_instant_mark_itl_client_limited(tmp_path):
+    """inference-perf stamps each token; when a run's tokens arrive in pairs at one instant,
+    half the raw gaps are 0: flagged, with the share counted from the raw timestamps."""
+    src = DIR
+    rows = json.loads((src / "per_request_lifecycle_metrics.json").read_text())
+    raw = []
+    for r in rows:
+        t = r["info"]["response_metrics"]["output_token_times"]
+        if t:
+            t = [t[j - 1] if j % 2 else t[j] for j in range(len(t))]  # odd tokens at the even's time
+            r["info"]["response_metrics"]["output_token_times"] = t
+            raw += [b - a for a, b in zip(t, t[1:])] if not r.get("error") else []
+    d = tmp_path / "report"
+    d.mkdir()
+    (d / "per_request_lifecycle_metrics.json").write_text(json.dumps(rows))
+    (d / "config.yaml").write_text((src / "config.yaml").read_text())
+    (rec,) = inference_perf.parse(d / "per_request_lifecycle_metrics.json").records
+    share = sum(g == 0 for g in raw) / len(raw)
+    assert share > 0.4
+    assert rec.metrics["itl_s"].zero_gap_share == pytest.approx(share)
+    assert rec.metrics["itl_s"].client_limited is True
+    (real,) = inference_perf.parse(src / "per_request_lifecycle_metrics.json").records
+    assert real.metrics["itl_s"].client_limited is False
+
+
+def test_report_directory_keeps_inference_perf_figures():
+    """The report directory as one unit: the per-request conversion, and inference-perf's own
+    summary beside it (its TTFT median = numpy's median of first token − start per request)."""
+    import numpy as np
+
+    from llmbench.importers.registry import parse
+
+    (rec,) = parse("auto", DIR).records
+    rows = json.loads(ROWS.read_text())
+    own = [r["info"]["response_metrics"]["output_token_times"][0] - r["start_time"] for r in rows
+           if not r.get("error") and r["info"]["response_metrics"].get("output_token_times")]
+    assert rec.tool_figures["ttft_s"].median == pytest.approx(float(np.median(own)))
+    assert rec.tool_figures["ttft_s"].mean == pytest.approx(float(np.mean(own)))
+    assert "end of the response" in rec.tool_figures["e2e_s"].label
+    summary = json.loads(SUMMARY.read_text())["successes"]
+    assert rec.tool_figures["output_throughput_tok_s"].mean == summary["throughput"]["output_tokens_per_sec"]

@@ -6,14 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from llmbench.importers.llm_inference_bench import parse_dir, parse_dtypes, parse_parallelism
+from llmbench.importers.llm_inference_bench import parse, parse_dtypes, parse_parallelism
 
 FIX = Path(__file__).parent / "fixtures" / "lib"
 
 
 @pytest.fixture(scope="module")
 def parsed():
-    return parse_dir(FIX)
+    res = parse(FIX)
+    return res.records, res
 
 
 def find(records, **kw):
@@ -28,15 +29,19 @@ def find(records, **kw):
 
 def test_counts(parsed):
     records, rep = parsed
-    assert rep.files == 12
-    assert rep.rows_read == 32          # blank lines are not rows
-    assert rep.recovered == 1           # the unquoted "Weight = fp8, KV Cache = fp8"
-    assert len(rep.malformed) == 1 and "quant_all_results.csv:4: 11 fields for 9 columns" in rep.malformed[0]
-    assert rep.merged_copies == 1       # gh-pages/Best row 2 repeats Plots/All_results row 3
-    assert rep.imported == len(records) == 32 - 1 - 1
-    assert rep.flagged == sum(bool(r.notes) for r in records) > 0
+    c = rep.counts
+    assert c["files read"] == 12
+    assert c["rows read"] == 32          # blank lines are not rows
+    assert c["recovered"] == 1           # the unquoted "Weight = fp8, KV Cache = fp8"
+    assert len(rep.problems) == 1 and "quant_all_results.csv:4: 11 fields for 9 columns" in rep.problems[0]
+    merged = next(v for k, v in c.items() if k.startswith("merged"))
+    assert merged == 1                   # gh-pages/Best row 2 repeats Plots/All_results row 3
+    assert len(records) == 32 - 1 - 1
+    flagged = sum(bool(r.notes) for r in records)
+    assert flagged > 0
     text = "\n".join(rep.lines())
-    assert "rows read: 32" in text and "imported: 30" in text and "not imported: 1" in text
+    assert "rows read: 32" in text and "imported: 30" in text and "not read: 1" in text
+    assert f"flagged: {flagged} records" in text
 
 
 def test_records_are_ordinary_reference_records(parsed):

@@ -15,9 +15,10 @@ pytestmark = pytest.mark.skipif(not REF.is_dir(), reason=f"reference data not pr
 
 @pytest.fixture(scope="module")
 def parsed():
-    from llmbench.importers.llm_inference_bench import parse_dir
+    from llmbench.importers.llm_inference_bench import parse
 
-    return parse_dir(REF)
+    res = parse(REF)
+    return res.records, res
 
 
 def _data_rows(path: Path) -> int:
@@ -29,13 +30,15 @@ def _data_rows(path: Path) -> int:
 def test_every_row_is_read_and_accounted_for(parsed):
     records, rep = parsed
     expected = sum(_data_rows(p) for p in REF.rglob("*.csv"))
-    assert rep.files == len(list(REF.rglob("*.csv")))
-    assert rep.rows_read == expected
-    assert rep.imported + rep.merged_copies + len(rep.malformed) == rep.rows_read
-    assert rep.malformed == []  # every quirky row is recovered
+    c = rep.counts
+    merged = next(v for k, v in c.items() if k.startswith("merged"))
+    assert c["files read"] == len(list(REF.rglob("*.csv")))
+    assert c["rows read"] == expected
+    assert len(records) + merged + len(rep.problems) == c["rows read"]
+    assert rep.problems == []  # every quirky row is recovered
     # README: 20 malformed rows in quant_all_results.csv + all 20 of kv_cache_...FP8.csv
-    assert rep.recovered == 40
-    assert not rep.unmapped_columns
+    assert c["recovered"] == 40
+    assert not rep.remarks  # every column mapped
 
 
 def test_readme_facts(parsed):
@@ -78,10 +81,10 @@ def test_readme_facts(parsed):
 @pytest.mark.slow
 def test_full_import_and_claims(tmp_path):
     from llmbench.analysis.claims import run
-    from llmbench.importers import import_llm_inference_bench
+    from llmbench.importers.registry import import_path
 
-    r = import_llm_inference_bench(REF, tmp_path)
-    assert r["with_roofline"] == r["records"]
+    r = import_path("llm-inference-bench", REF, tmp_path)
+    assert r.with_roofline == len(r.result.records)
     text = run(tmp_path, ["io-asymmetry", "above-roofline"])
     # longer outputs cost more than longer inputs: every mirror is slower
     asym = [line for line in text.splitlines() if line.startswith("| ") and line[2].isdigit()]

@@ -113,3 +113,28 @@ def test_throughput_counts_prompt_and_output_tokens():
     assert rec.metric("total_throughput_tok_s") == doc["tokens_per_second"]
     assert doc["tokens_per_second"] * doc["elapsed_time"] == pytest.approx(8 * (16 + 16))
     assert "output_throughput_tok_s" not in rec.metrics   # the file has no generated-token count
+
+
+def test_serve_keeps_vllm_figures_and_flags_bunched_gaps(tmp_path):
+    """vLLM's own TTFT median (numpy's, over the successful requests, from the actual send)
+    kept beside ours; gaps read several at once (zeros) mark the pooled ITL client-limited."""
+    import numpy as np
+
+    from llmbench.importers import vllm_bench
+
+    doc = json.loads((TOOLS / "vllm-bench-serve.json").read_text())
+    (rec,) = vllm_bench.parse(TOOLS / "vllm-bench-serve.json").records
+    ok = [t for t, e in zip(doc["ttfts"], doc["errors"]) if not e and t > 0]
+    assert rec.tool_figures["ttft_s"].median == pytest.approx(float(np.median(ok)))
+    assert "queue time" in rec.tool_figures["ttft_s"].label
+    assert rec.metrics["itl_per_chunk_s"].client_limited is False
+    # every other gap read at once: zeros where the server's tokens were
+    for i, g in enumerate(doc["itls"]):
+        doc["itls"][i] = [x if j % 2 else 0.0 for j, x in enumerate(g)]
+    p = tmp_path / "bunched.json"
+    p.write_text(json.dumps(doc))
+    (rec,) = vllm_bench.parse(p).records
+    gaps = [x for g, e in zip(doc["itls"], doc["errors"]) if not e for x in g]
+    (name,) = [k for k in rec.metrics if k.startswith("itl")]
+    assert rec.metrics[name].zero_gap_share == pytest.approx(sum(x == 0 for x in gaps) / len(gaps))
+    assert rec.metrics[name].client_limited is True and any("client-limited" in n for n in rec.notes)

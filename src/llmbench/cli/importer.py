@@ -1,5 +1,5 @@
-"""`llmbench import llm-inference-bench DIR` (the published data, normalised) and
-`llmbench import TOOL|auto PATH` (another tool's result file, docs/importing.md) into the store."""
+"""`llmbench import TOOL|auto PATH`: another tool's result file or output directory
+(docs/importing.md), or the published study (`llm-inference-bench DIR`), into the store."""
 
 from __future__ import annotations
 
@@ -19,53 +19,42 @@ def register(app: typer.Typer) -> None:
     app.add_typer(import_app, name="import")
 
 
-@import_app.command("llm-inference-bench")
-def llm_inference_bench(
-    src: Path = typer.Argument(..., help="a copy of argonne-lcf/LLM-Inference-Bench's data "
-                               "(the Plots/ and gh-pages/docs/data/ CSVs)"),
-    results: Path = typer.Option(DEFAULT_RESULTS, "--results", help="results directory"),
-    no_roofline: bool = typer.Option(False, "--no-roofline", help="skip the roofline bounds"),
-) -> None:
-    """Read every CSV under SRC into `kind: reference` records (run id llm-inference-bench);
-    a re-import replaces the previous one. Prints rows read, imported, flagged."""
-    from llmbench.importers import import_llm_inference_bench
-
-    if not src.is_dir():
-        raise SpecError([("DIR", f"{src} is not a directory")])
-    if not any(src.rglob("*.csv")):
-        raise SpecError([("DIR", f"no CSV files under {src}")])
-    r = import_llm_inference_bench(src, results, annotate=not no_roofline)
-    for line in r["report"].lines():
-        typer.echo(line)
-    out.print(f"with roofline: {r['with_roofline']} of {r['records']} records", highlight=False)
-    if r["replaced"]:
-        out.print(f"replaced {r['replaced']} records of the previous import", highlight=False)
-    out.print(f"wrote {r['dir']} in {r['total_s']:.1f} s (parse {r['parse_s']:.1f} s, roofline "
-              f"{r['roofline_s']:.1f} s, write {r['write_s']:.1f} s)", highlight=False)
-
-
 def _tool_command(tool: str):
     def cmd(
-        path: Path = typer.Argument(..., help="the tool's result file"),
+        path: Path = typer.Argument(..., help="the tool's result file or output directory "
+                                    "(llm-inference-bench: a copy of argonne-lcf/LLM-Inference-Bench's "
+                                    "data, the Plots/ and gh-pages/docs/data/ CSVs)"),
         results: Path = typer.Option(DEFAULT_RESULTS, "--results", help="results directory"),
         backend: Optional[str] = typer.Option(None, "--backend", help="the engine that was measured "
                                               "(most tools' files do not say)"),
         hardware: Optional[str] = typer.Option(None, "--hardware", help="the hardware it ran on"),
         version: Optional[str] = typer.Option(None, "--engine-version", help="the engine's version"),
+        no_roofline: bool = typer.Option(False, "--no-roofline", help="skip the roofline bounds"),
     ) -> None:
-        from llmbench.importers.registry import import_file
+        from llmbench.importers.registry import import_path
 
-        if not path.is_file():
-            raise SpecError([("PATH", f"{path} is not a file")])
-        res, run_dir, took_s = import_file(tool, path, results, backend=backend,
-                                           hardware=hardware, version=version)
-        for line in res.lines():
+        if not path.exists():
+            raise SpecError([("PATH", f"{path} does not exist")])
+        r = import_path(tool, path, results, annotate=not no_roofline, backend=backend,
+                        hardware=hardware, version=version)
+        for line in r.result.lines():
             typer.echo(line)
-        if res.records:
-            out.print(f"wrote {run_dir} in {took_s:.2f} s (run id {run_dir.name})", highlight=False)
+        if not r.result.records:
+            return
+        out.print(f"with roofline: {r.with_roofline} of {len(r.result.records)} records", highlight=False)
+        if r.replaced:
+            out.print(f"replaced {r.replaced} records of the previous import", highlight=False)
+        where = ", ".join(f"{d} (run id {d.name})" for d in r.run_dirs)
+        out.print(f"wrote {where} in {r.parse_s + r.roofline_s + r.write_s:.2f} s (parse "
+                  f"{r.parse_s:.2f} s, roofline {r.roofline_s:.2f} s, write {r.write_s:.2f} s)",
+                  highlight=False)
 
-    cmd.__doc__ = ("Detect the tool from the file and import it." if tool == "auto" else
-                   f"Import a result file of {tool} as ordinary records (docs/importing.md).")
+    cmd.__doc__ = ("Detect the tool from the file or directory and import it." if tool == "auto" else
+                   "Read every CSV under the directory into `kind: reference` records (run id "
+                   "llm-inference-bench); a re-import replaces the previous one."
+                   if tool == "llm-inference-bench" else
+                   f"Import a result file or output directory of {tool} as ordinary records "
+                   "(docs/importing.md).")
     return cmd
 
 

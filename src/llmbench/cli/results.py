@@ -27,13 +27,16 @@ METRIC_COLUMNS = (
     "roofline_efficiency_tokens_per_s",
 )
 # Flags the default table adds when any row raises them: a contended point (other work shared
-# the machine while it was measured, measure/contention) must never pass as clean.
-FLAG_COLUMNS = ("contended",)
+# the machine while it was measured, measure/contention) must never pass as clean, nor an ITL
+# whose gaps the client bunched (importers/common.py mark_bunching).
+FLAG_COLUMNS = ("contended", "itl_s_client_limited", "itl_per_chunk_s_client_limited")
 # Beyond the configuration that tells rows apart, what the default table shows when rows have it.
 TABLE_COLUMNS = (*METRIC_COLUMNS, *FLAG_COLUMNS)
 SHORT = {"batch_size": "batch", "input_len": "in", "output_len": "out", "concurrency": "conc",
          "request_rate": "rate", "hardware_count": "devices", "tensor_parallel": "TP",
-         "pipeline_parallel": "PP", "created_at": "created"}
+         "pipeline_parallel": "PP", "created_at": "created",
+         "itl_s_client_limited": "ITL client-limited",
+         "itl_per_chunk_s_client_limited": "ITL client-limited"}
 MAX_TEXT_WIDTH = 32  # a model path is ellipsised past this; numbers are never cut
 
 

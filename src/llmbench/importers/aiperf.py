@@ -12,6 +12,12 @@ Per request (aiperf/metrics/types, checked on a real export):
   the gaps when every request had one token per chunk (chunks == tokens), else the gaps are kept
   as `itl_per_chunk_s` and the record is flagged: the split of tokens over chunks is unknown.
 - Requests with an `error`, or not in the profiling phase (warm-up), are left out and counted.
+- Bunching: when AIPerf falls behind the stream, several chunks wait in one read and their gaps
+  are 0; from 5% zero gaps on, the pooled ITL is marked client-limited (common.mark_bunching).
+AIPerf's own headline figures (`tool_figures`, common.tool_figure) come from the aggregate
+export when it lies beside (its printout), else from the per-request values it wrote: its TTFT
+and request latency run from the actual start, its ITL ("inter_token_latency") is per request
+(request_latency − TTFT) / (tokens − 1), i.e. llmbench's TPOT, never a gap between tokens.
 """
 
 from __future__ import annotations
@@ -22,11 +28,26 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.importers.common import (ImportResult, Unreadable, dig, from_samples, from_summary,
-                                       load_json, num, one, run_id_for, source)
+                                       load_json, mark_bunching, num, one, run_id_for, source,
+                                       tool_figure)
 from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
 
 TOOL = "aiperf"
+# the artifact directory: the per-request export (the aggregate beside it is read too)
+OUTPUT_FILES = ("profile_export.jsonl", "profile_export_aiperf.json")
 MS = 1e-3
+FROM_START = ("from the actual request start; llmbench's {ours} runs from when the request was "
+              "due (credit issued): the difference is AIPerf's dispatch delay")
+# (ours, AIPerf's aggregate field, unit in the record, scale from AIPerf's unit, label)
+FIGURES = (
+    ("ttft_s", "time_to_first_token", "s", MS, "AIPerf time_to_first_token: " + FROM_START.format(ours="ttft_s")),
+    ("e2e_s", "request_latency", "s", MS, "AIPerf request_latency (to the last response): "
+     + FROM_START.format(ours="e2e_s")),
+    ("itl_s", "inter_token_latency", "s", MS, "AIPerf inter_token_latency: per request (latency − "
+     "TTFT) / (tokens − 1), i.e. llmbench's tpot_s; llmbench's itl_s pools every gap between tokens"),
+    ("output_throughput_tok_s", "output_token_throughput", "tok/s", 1.0, "AIPerf output_token_throughput"),
+    ("request_throughput_req_s", "request_throughput", "req/s", 1.0, "AIPerf request_throughput"),
+)
 
 
 def _value(metrics: dict, name: str) -> Any:
@@ -152,7 +173,7 @@ def _fast_decoder():
 def _per_request(path: Path) -> tuple[ImportResult, Record | None]:
     res = ImportResult(TOOL)
     text = path.read_text(errors="replace")
-    ttft, e2e, tpot, gaps, ins, outs = [], [], [], [], [], []
+    ttft, e2e, tpot, gaps, ins, outs, own_ttft = [], [], [], [], [], [], []
     chunked = errors = skipped = 0
     t0 = t1 = None
     fast = _fast_decoder()
@@ -180,6 +201,7 @@ def _per_request(path: Path) -> tuple[ImportResult, Record | None]:
         lag_s = (start - issued) * 1e-9 if issued is not None and issued <= start else 0.0
         span_s = sum(icl) * MS
         ttft.append(lag_s + first * MS)
+        own_ttft.append(first * MS)
         e2e.append(lag_s + first * MS + span_s)
         if out > 1:
             tpot.append(span_s / (out - 1))
@@ -195,7 +217,9 @@ def _per_request(path: Path) -> tuple[ImportResult, Record | None]:
     if not ttft:
         res.problems.append(f"{path}: no readable request row")
         return res, None
-    rec = _record(text, _model_from_dir(path))
+    # the aggregate export beside (the artifact directory): model, load shape, AIPerf's figures
+    agg = _aggregate_doc(path.with_name("profile_export_aiperf.json"))
+    rec = _record(text, _model(agg) if agg else None)
     rec.source = source(TOOL, None, path, 1, export="per-request")  # type: ignore[attr-defined]
     if ins:
         rec.workload["input_len"] = round(sum(ins) / len(ins))
@@ -203,8 +227,10 @@ def _per_request(path: Path) -> tuple[ImportResult, Record | None]:
     for name, xs in (("ttft_s", ttft), ("e2e_s", e2e), ("tpot_s", tpot)):
         if (st := from_samples(xs, "s")) is not None:
             rec.metrics[name] = st
+    itl_name = "itl_per_chunk_s" if chunked else "itl_s"
     if (st := from_samples(gaps, "s")) is not None:
-        rec.metrics["itl_per_chunk_s" if chunked else "itl_s"] = st
+        rec.metrics[itl_name] = st
+        mark_bunching(rec, itl_name, gaps, TOOL)
     if chunked:
         rec.notes.append(f"itl: {chunked} of {len(ttft)} requests had chunks != tokens − 1 "
                          "(AIPerf's token counts): gaps kept per chunk as itl_per_chunk_s")
@@ -218,14 +244,29 @@ def _per_request(path: Path) -> tuple[ImportResult, Record | None]:
             rec.metrics["total_throughput_tok_s"] = one((sum(ins) + sum(outs)) / wall_s, "tok/s")
     if skipped:
         rec.notes.append(f"{skipped} warm-up requests left out")
-    _load_from_aggregate(path, rec)
+    if agg:
+        _load_shape(agg, rec)
+        _tool_figures(agg, rec)
+    else:  # no printout beside: AIPerf's own per-request TTFT is what it reported
+        tool_figure(rec, "ttft_s", from_samples(own_ttft, "s"),
+                    FIGURES[0][4] + " (from its per-request values)")
     return res, rec
 
 
-def _model_from_dir(path: Path) -> str | None:
-    """The model name from the aggregate export beside a per-request file, when present."""
-    agg = _aggregate_doc(path.with_name("profile_export_aiperf.json"))
-    return _model(agg) if agg else None
+def _tool_figures(doc: dict, rec: Record) -> None:
+    """AIPerf's headline figures from its aggregate export, as it printed them."""
+    for ours, theirs, unit, scale, label in FIGURES:
+        s = doc.get(theirs)
+        if not isinstance(s, dict):
+            continue
+        n, avg = num(s.get("count")), num(s.get("avg"))
+        if "p50" not in s:  # a whole-run figure (throughputs): one value
+            tool_figure(rec, ours, one(avg * scale if avg is not None else None, unit), label)
+            continue
+        tool_figure(rec, ours, from_summary(unit, scale, n=int(n) if n else 1, mean=avg,
+                                            median=s.get("p50"), std=s.get("std"),
+                                            min=s.get("min"), max=s.get("max"), p90=s.get("p90"),
+                                            p95=s.get("p95"), p99=s.get("p99")), label)
 
 
 def _aggregate_doc(path: Path) -> dict | None:
@@ -239,13 +280,6 @@ def _aggregate_doc(path: Path) -> dict | None:
 def _model(doc: dict) -> str | None:
     name = dig(doc, "input_config", "models", "items", 0, "name")
     return name if isinstance(name, str) and name else None
-
-
-def _load_from_aggregate(path: Path, rec: Record) -> None:
-    """Load shape from the aggregate export's input config, when it lies beside."""
-    doc = _aggregate_doc(path.with_name("profile_export_aiperf.json"))
-    if doc:
-        _load_shape(doc, rec)
 
 
 def _load_shape(doc: dict, rec: Record) -> None:
@@ -303,6 +337,7 @@ def _aggregate(path: Path) -> tuple[ImportResult, Record | None]:
     if not rec.metrics:
         res.problems.append(f"{path}:1: no metric could be read")
         return res, None
+    _tool_figures(doc, rec)
     rec.notes.append("aggregate export: TTFT/E2E from the actual send (AIPerf's reference); "
                      "import profile_export.jsonl for the scheduled reference and raw samples")
     return res, rec

@@ -1,7 +1,14 @@
-"""What every tool importer shares: tolerant reading of numbers, metric stats from a tool's
-summary or raw samples, provenance (`source`: tool, version, file:line), and a report of what
-could not be read. An importer never invents a value: a field it cannot read is absent from
-the record and named in the report."""
+"""What every importer shares (the seven tools of registry.TOOLS, the published study among them):
+tolerant reading of numbers, metric stats from a tool's summary or raw samples, provenance
+(`source`: tool, version, file:line), the tool's own headline figures (`tool_figures`), the
+client-bunching check of pooled token gaps, and a report of what could not be read. An
+importer never invents a value: a field it cannot read is absent from the record and named in
+the report.
+
+The protocol: an importer module has `TOOL`, `parse(path, backend=, hardware=, version=) ->
+ImportResult`, and `sniff(doc)` (a parsed JSON document) and/or `sniff_path(path)`;
+`OUTPUT_FILES` names the files of the tool's output directory it reads, preferred first, so
+that the directory imports as one unit. registry.py dispatches; registry.import_path writes."""
 
 from __future__ import annotations
 
@@ -20,13 +27,16 @@ class ImportResult:
     tool: str
     records: list[Record] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)    # "file:line: what could not be read"
+    counts: dict[str, int] = field(default_factory=dict)  # the importer's own tallies ("rows read")
+    remarks: list[str] = field(default_factory=list)      # read but not imported (columns, ...)
 
     def lines(self) -> list[str]:
         flagged = sum(1 for r in self.records if r.notes)
-        out = [f"tool: {self.tool}", f"imported: {len(self.records)} records",
+        out = [f"tool: {self.tool}", *(f"{k}: {v}" for k, v in self.counts.items()),
+               f"imported: {len(self.records)} records",
                f"flagged: {flagged} records carry notes (metric definitions that differ)",
                f"not read: {len(self.problems)}"]
-        return out + [f"  {p}" for p in self.problems]
+        return out + [f"  {p}" for p in self.problems] + [f"  {r}" for r in self.remarks]
 
 
 class Unreadable(ValueError):
@@ -38,6 +48,17 @@ def num(v: Any) -> float | None:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
     x = float(v)
+    return x if math.isfinite(x) else None
+
+
+def num_text(v: str | None) -> float | None:
+    """A finite number written as text (a CSV cell), else None ('', 'nan', 'none', words)."""
+    if v is None:
+        return None
+    try:
+        x = float(v.strip())
+    except ValueError:
+        return None
     return x if math.isfinite(x) else None
 
 
@@ -88,10 +109,11 @@ def _stats(values: list[float], unit: str, scale: float) -> MetricStats:
 
 
 def one(v: float | None, unit: str) -> MetricStats | None:
-    """A single value (a tool's whole-run figure): n = 1, no spread."""
+    """A single value (a tool's whole-run figure): n = 1, no spread; every percentile is it."""
     if v is None:
         return None
-    return MetricStats(unit=unit, n=1, mean=v, median=v, p50=v, min=v, max=v, std=0.0)
+    return MetricStats(unit=unit, n=1, mean=v, median=v, p50=v, p90=v, p95=v, p99=v, min=v,
+                       max=v, std=0.0)
 
 
 def from_summary(unit: str, scale: float = 1.0, n: int | None = None, **stats: Any) -> MetricStats | None:
@@ -142,3 +164,38 @@ def line_of(text: str, needle: str, start: int = 0) -> int:
     """1-based line of the first `needle` at or after character `start` (1 when absent)."""
     i = text.find(needle, start)
     return 1 if i < 0 else text.count("\n", 0, i) + 1
+
+
+def tool_figure(rec: Record, ours: str, stats: MetricStats | None, label: str) -> None:
+    """Keep one of the tool's headline figures as the tool reported it (its own statistics,
+    scaled into the record's unit) under the name of the llmbench metric it stands beside;
+    `label` says what the tool measured and how that differs from llmbench's definition."""
+    if stats is not None:
+        stats.label = label  # type: ignore[attr-defined]  (MetricStats is open)
+        rec.tool_figures[ours] = stats
+
+
+# -- ITL when the client falls behind ----------------------------------------------------------
+# A client stamps a token when it reads it. When it falls behind, several SSE events wait in one
+# network read and get one timestamp: gaps of zero, the long gap before them standing for several
+# tokens. Pooled per-token gaps then describe the client's reads, not the server's decode: the
+# ITL median of such a run can be 0 while the server's per-token time (TPOT) is milliseconds.
+ZERO_GAP_S = 1e-6               # below a microsecond: one read (no server emits tokens this fast)
+CLIENT_LIMITED_ZERO_SHARE = 0.05  # from 5% zero gaps on, the ITL's low tail is the client's
+
+
+def mark_bunching(rec: Record, name: str, raw_gaps_s: list[float], tool: str) -> None:
+    """Flag metric `name` (pooled gaps) as client-limited when too many raw arrival gaps are zero.
+    Sets `zero_gap_share` and `client_limited` on the metric and a note; never drops the gaps."""
+    m = rec.metrics.get(name)
+    if m is None or not raw_gaps_s:
+        return
+    zeros = sum(1 for g in raw_gaps_s if g < ZERO_GAP_S)
+    share = zeros / len(raw_gaps_s)
+    m.zero_gap_share = share  # type: ignore[attr-defined]
+    m.client_limited = share >= CLIENT_LIMITED_ZERO_SHARE  # type: ignore[attr-defined]
+    if m.client_limited:  # type: ignore[attr-defined]
+        rec.notes.append(
+            f"{name} client-limited: {zeros} of {len(raw_gaps_s)} gaps ({share:.1%}) are zero, "
+            f"tokens {tool} read together (it fell behind the stream); these gaps are the "
+            "client's reads, not the server's decode: read tpot_s (per request) for the server")

@@ -15,6 +15,8 @@ Definitions (guidellm/benchmark/schemas, checked on the real file's per-request 
 - Throughputs: the benchmark's total tokens (successful requests) / its duration.
 Without per-request rows (sampled out) only guidellm's summaries exist: TPOT and the request
 counts are imported; TTFT/E2E as `ttft_from_send_s` / `e2e_from_send_s`, flagged.
+guidellm's own headline figures (its summaries: TTFT, ITL, request latency, with its own
+nearest-rank percentiles) are kept as it reported them in `tool_figures` (common.tool_figure).
 """
 
 from __future__ import annotations
@@ -23,11 +25,24 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.importers.common import (ImportResult, Unreadable, dig, from_samples, from_summary,
-                                       line_of, load_json, num, one, run_id_for, source)
+                                       line_of, load_json, num, one, run_id_for, source,
+                                       tool_figure)
 from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
 
 TOOL = "guidellm"
+OUTPUT_FILES = ("benchmarks.json",)  # what `--output kind=json` writes into the output folder
 MS = 1e-3
+# (ours, guidellm's summary, scale to s, label)
+FIGURES = (
+    ("ttft_s", "time_to_first_token_ms", MS, "guidellm time_to_first_token_ms: from the actual "
+     "request start; llmbench's ttft_s runs from the scheduled (targeted) start: the difference "
+     "is guidellm's dispatch delay (request_dispatch_delay)"),
+    ("itl_s", "inter_token_latency_ms", MS, "guidellm inter_token_latency_ms: per request (latency "
+     "− TTFT) / (output − 1), token-weighted: llmbench's tpot_s; llmbench's itl_s pools the gaps "
+     "between tokens, which the file does not hold"),
+    ("e2e_s", "request_latency", 1.0, "guidellm request_latency: actual start to the end of the "
+     "response; llmbench's e2e_s runs from the scheduled start to the last token"),
+)
 
 
 def sniff(doc: Any) -> bool:
@@ -112,6 +127,8 @@ def _benchmark(b: dict, where: str, res: ImportResult) -> Record | None:
                 rec.metrics[name] = one(tot / dur, "tok/s")
         if ok_n is not None:
             rec.metrics["request_throughput_req_s"] = one(ok_n / dur, "req/s")
+    for ours, theirs, scale, label in FIGURES:
+        tool_figure(rec, ours, _summary_stats(m, theirs, scale), label)
     rows = dig(b, "requests", "successful")
     if isinstance(rows, list) and rows:
         _per_request(rows, rec, where, res)
@@ -151,19 +168,24 @@ def _per_request(rows: list, rec: Record, where: str, res: ImportResult) -> None
             rec.metrics[name] = st
 
 
+def _summary_stats(m: dict, theirs: str, scale: float):
+    """guidellm's summary of the successful requests' `theirs`, scaled into seconds."""
+    s = dig(m, theirs, "successful")
+    if not isinstance(s, dict):
+        return None
+    pct = s.get("percentiles") if isinstance(s.get("percentiles"), dict) else {}
+    n = num(s.get("count"))
+    return from_summary("s", scale, n=int(n) if n else 1, mean=s.get("mean"),
+                        median=s.get("median"), std=s.get("std_dev"), min=s.get("min"),
+                        max=s.get("max"), p90=pct.get("p90"), p95=pct.get("p95"),
+                        p99=pct.get("p99"))
+
+
 def _summaries(m: dict, rec: Record) -> None:
     for ours, theirs, scale in (("ttft_from_send_s", "time_to_first_token_ms", MS),
                                 ("tpot_s", "inter_token_latency_ms", MS),
                                 ("e2e_from_send_s", "request_latency", 1.0)):
-        s = dig(m, theirs, "successful")
-        if not isinstance(s, dict):
-            continue
-        pct = s.get("percentiles") if isinstance(s.get("percentiles"), dict) else {}
-        n = num(s.get("count"))
-        st = from_summary("s", scale, n=int(n) if n else 1, mean=s.get("mean"),
-                          median=s.get("median"), std=s.get("std_dev"), min=s.get("min"),
-                          max=s.get("max"), p90=pct.get("p90"), p95=pct.get("p95"),
-                          p99=pct.get("p99"))
+        st = _summary_stats(m, theirs, scale)
         if st is not None:
             rec.metrics[ours] = st
     if "ttft_from_send_s" in rec.metrics or "e2e_from_send_s" in rec.metrics:

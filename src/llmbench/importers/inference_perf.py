@@ -11,6 +11,8 @@ closed loop: a request is due when a slot frees); for `constant`/`poisson` the p
 schedule delay is not in the file, so TTFT/E2E become `ttft_from_send_s`/`e2e_from_send_s`,
 flagged. Summaries: inference-perf's `request_latency` runs to the end of the response (not
 the last token): kept as `request_latency_s`, flagged; TTFT as above; throughputs n = 1.
+inference-perf's own summary figures (the summary file itself, or the one beside a per-request
+report) are kept as it reported them in `tool_figures` (common.tool_figure).
 """
 
 from __future__ import annotations
@@ -20,10 +22,22 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.importers.common import (ImportResult, Unreadable, from_samples, from_summary,
-                                       load_json, num, numbers, one, run_id_for, source)
+                                       load_json, mark_bunching, num, numbers, one, run_id_for,
+                                       source, tool_figure)
 from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
 
 TOOL = "inference-perf"
+FIGURES = (  # (ours, inference-perf's summary latency, label)
+    ("ttft_s", "time_to_first_token", "inference-perf time_to_first_token: from the actual send; "
+     "llmbench's ttft_s runs from the scheduled send (the same in a closed loop; in an open loop "
+     "the difference is inference-perf's dispatch delay)"),
+    ("e2e_s", "request_latency", "inference-perf request_latency: send to the end of the "
+     "response; llmbench's e2e_s ends at the last token"),
+    ("tpot_s", "time_per_output_token", "inference-perf time_per_output_token"),
+    ("itl_s", "inter_token_latency", "inference-perf inter_token_latency"),
+)
+# the report directory (config.yaml beside is read too)
+OUTPUT_FILES = ("per_request_lifecycle_metrics.json", "summary_lifecycle_metrics.json")
 
 
 def sniff(doc: Any) -> bool:
@@ -46,8 +60,15 @@ def parse(path: Path, backend: str | None = None, hardware: str | None = None,
     rec.source = source(TOOL, None, path, 1, report=path.stem)  # type: ignore[attr-defined]
     if isinstance(doc, list):
         _per_request(doc, rec, closed, path, res)
+        try:  # the tool's own printout, when the summary lies beside
+            summary = json.loads(path.with_name("summary_lifecycle_metrics.json").read_text())
+        except (OSError, ValueError):
+            summary = None
     else:
         _summary(doc, rec, closed)
+        summary = doc
+    if isinstance(summary, dict):
+        _tool_figures(summary, rec)
     if not any(k.endswith("_s") for k in rec.metrics):
         res.problems.append(f"{path}:1: no timing metric could be read")
         return res
@@ -100,6 +121,7 @@ def _gaps(times: list[float]) -> list[float]:
 
 def _per_request(rows: list, rec: Record, closed: bool, path: Path, res: ImportResult) -> None:
     ttft, e2e, tpot, itl, ins, outs, failed, bad = [], [], [], [], [], [], 0, 0
+    raw: list[float] = []  # arrival gaps as stamped: 0 within a chunk read at once
     t0 = t1 = None
     for i, r in enumerate(rows):
         if not isinstance(r, dict):
@@ -120,6 +142,7 @@ def _per_request(rows: list, rec: Record, closed: bool, path: Path, res: ImportR
         if len(times) > 1:
             tpot.append((times[-1] - times[0]) / (len(times) - 1))
             itl.extend(_gaps(times))
+            raw.extend(b - a for a, b in zip(times, times[1:]))
         outs.append(len(times))
         if (n_in := num(info.get("input_tokens"))) is not None:
             ins.append(n_in)
@@ -137,6 +160,9 @@ def _per_request(rows: list, rec: Record, closed: bool, path: Path, res: ImportR
     for name, xs in ((f"ttft{suffix}", ttft), (f"e2e{suffix}", e2e), ("tpot_s", tpot), ("itl_s", itl)):
         if (st := from_samples(xs, "s")) is not None:
             rec.metrics[name] = st
+    # k tokens stamped at one instant: split evenly above (k gaps), but whether the server sent
+    # them together or the client read them together the file cannot tell: too many is flagged
+    mark_bunching(rec, "itl_s", raw, TOOL)
     if ins:
         rec.workload["input_len"] = round(sum(ins) / len(ins))
     if outs:
@@ -162,6 +188,18 @@ def _stats(s: Any, n: int, unit: str = "s"):
     return from_summary(unit, 1.0, n=n, mean=s.get("mean"), median=s.get("median"),
                         min=s.get("min"), max=s.get("max"), p90=s.get("p90"),
                         p95=s.get("p95"), p99=s.get("p99"))
+
+
+def _tool_figures(doc: dict, rec: Record) -> None:
+    ok = doc.get("successes") if isinstance(doc.get("successes"), dict) else {}
+    lat = ok.get("latency") if isinstance(ok.get("latency"), dict) else {}
+    n = num(ok.get("count"))
+    for ours, theirs, label in FIGURES:
+        tool_figure(rec, ours, _stats(lat.get(theirs), int(n) if n else 1), label)
+    tp = ok.get("throughput") if isinstance(ok.get("throughput"), dict) else {}
+    for ours, theirs, unit in (("output_throughput_tok_s", "output_tokens_per_sec", "tok/s"),
+                               ("request_throughput_req_s", "requests_per_sec", "req/s")):
+        tool_figure(rec, ours, one(num(tp.get(theirs)), unit), f"inference-perf {theirs}")
 
 
 def _summary(doc: dict, rec: Record, closed: bool) -> None:

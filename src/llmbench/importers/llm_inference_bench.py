@@ -22,16 +22,18 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import math
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llmbench.errors import SpecError
+from llmbench.importers.common import ImportResult, Unreadable, num_text, one
 from llmbench.models.catalog import CATALOG, canonical_name
 from llmbench.store.record import BackendInfo, HardwareInfo, MetricStats, ModelInfo, Record
 
-RUN_ID = "llm-inference-bench"
+TOOL = "llm-inference-bench"
+RUN_ID = "llm-inference-bench"   # one run: a re-import replaces the previous one
 UPSTREAM = "https://github.com/argonne-lcf/LLM-Inference-Bench"
 
 HARDWARE = {"nvidia a100 gpu": "A100-SXM4-40GB", "nvidia h100 gpu": "H100-SXM",
@@ -62,49 +64,6 @@ COLUMNS = {
     "tp_size": "count", "tensor_parallel": "count", "precision": "precision",
     "int8_kv_cache": "int8_kv_cache",
 }
-
-
-@dataclass
-class Report:
-    files: int = 0
-    rows_read: int = 0
-    imported: int = 0
-    merged_copies: int = 0
-    recovered: int = 0
-    flagged: int = 0
-    malformed: list[str] = field(default_factory=list)   # "file:line: why" (not imported)
-    unmapped_columns: dict[str, list[str]] = field(default_factory=dict)
-
-    def lines(self) -> list[str]:
-        out = [f"files read: {self.files}", f"rows read: {self.rows_read}",
-               f"imported: {self.imported} records",
-               f"merged: {self.merged_copies} rows repeat an imported row exactly "
-               "(listed in that record's `sources`)",
-               f"recovered: {self.recovered} malformed rows repaired",
-               f"flagged: {self.flagged} records carry notes",
-               f"not imported: {len(self.malformed)} malformed rows"]
-        out += [f"  {m}" for m in self.malformed]
-        for f, cols in self.unmapped_columns.items():
-            out.append(f"  {f}: columns not imported: {', '.join(cols)}")
-        return out
-
-
-def _num(v: str | None) -> float | None:
-    if v is None:
-        return None
-    v = v.strip()
-    if v == "" or v.lower() in ("none", "nan", "null"):
-        return None
-    try:
-        x = float(v)
-    except ValueError:
-        return None
-    return x if math.isfinite(x) else None
-
-
-def _one(v: float, unit: str) -> MetricStats:
-    return MetricStats(unit=unit, n=1, mean=v, median=v, p50=v, p90=v, p95=v, p99=v, min=v,
-                       max=v, std=0.0)
 
 
 def parse_dtypes(s: str) -> tuple[str | None, str | None, str | None]:
@@ -164,7 +123,7 @@ class _Row:
     recovered: bool = False
 
 
-def read_file(path: Path, rel: str, report: Report) -> list[_Row]:
+def read_file(path: Path, rel: str, res: ImportResult) -> list[_Row]:
     rows: list[_Row] = []
     with open(path, newline="", encoding="utf-8-sig") as fh:
         reader = csv.reader(fh)
@@ -176,9 +135,9 @@ def read_file(path: Path, rel: str, report: Report) -> list[_Row]:
                 header = [h.strip().lower() for h in fields]
                 unknown = [h for h in header if h and h not in COLUMNS]
                 if unknown:
-                    report.unmapped_columns[rel] = unknown
+                    res.remarks.append(f"{rel}: columns not imported: {', '.join(unknown)}")
                 continue
-            report.rows_read += 1
+            res.counts["rows read"] += 1
             line = reader.line_num
             notes: list[str] = []
             recovered = False
@@ -191,7 +150,7 @@ def read_file(path: Path, rel: str, report: Report) -> list[_Row]:
                                  f"({len(header) + 1} fields for {len(header)} columns)")
                     recovered = True
             if len(fields) > len(header):
-                report.malformed.append(f"{rel}:{line}: {len(fields)} fields for "
+                res.problems.append(f"{rel}:{line}: {len(fields)} fields for "
                                         f"{len(header)} columns: {','.join(fields)[:120]}")
                 continue
             if len(fields) < len(header):
@@ -222,12 +181,12 @@ def to_record(row: _Row, ctx: dict[str, Any]) -> Record | None:
     model = canonical_name(model_label)
     if model is None:
         notes.append(f"model {model_label!r} is not in the catalog: no roofline")
-    count = int(_num(f.get("count")) or 1)
-    io = _num(f.get("io"))
-    inp = int(_num(f.get("input_len")) or io or 0)
-    out = int(_num(f.get("output_len")) or io or 0)
-    batch = int(_num(f.get("batch")) or 1)
-    latency, thr = _num(f.get("latency")), _num(f.get("throughput"))
+    count = int(num_text(f.get("count")) or 1)
+    io = num_text(f.get("io"))
+    inp = int(num_text(f.get("input_len")) or io or 0)
+    out = int(num_text(f.get("output_len")) or io or 0)
+    batch = int(num_text(f.get("batch")) or 1)
+    latency, thr = num_text(f.get("latency")), num_text(f.get("throughput"))
 
     w: dict[str, Any] = {
         "source": row.rel, "source_row": row.line, "hardware_label": hw_label,
@@ -255,13 +214,13 @@ def to_record(row: _Row, ctx: dict[str, Any]) -> Record | None:
     if f.get("int8_kv_cache") is not None:
         w["kv_cache_dtype"] = "int8" if f["int8_kv_cache"].lower() == "true" else "fp16"
     if f.get("kv_block_size"):
-        w["kv_block_size"] = int(_num(f["kv_block_size"]))
+        w["kv_block_size"] = int(num_text(f["kv_block_size"]))
     if f.get("kv_cache"):
         w["kv_cache"] = "without" if f["kv_cache"].lower().startswith("without") else "with"
     if f.get("speculative_model") is not None or f.get("speculative_label") is not None:
         sm = f.get("speculative_model")
         w["speculative_model"] = None if (sm or "None") == "None" else sm
-        w["num_speculative_tokens"] = int(_num(f.get("num_speculative_tokens")) or 0) or None
+        w["num_speculative_tokens"] = int(num_text(f.get("num_speculative_tokens")) or 0) or None
     if f.get("parallelism"):
         w["parallelism_label"] = f["parallelism"]
         tp, pp, ep = parse_parallelism(f["parallelism"], count)
@@ -287,34 +246,34 @@ def to_record(row: _Row, ctx: dict[str, Any]) -> Record | None:
     if kind == "ttft":
         w["ttft_definition"] = "batch"
         if latency is not None:
-            m["ttft_s"] = _one(latency, "s")
-            m["batch_latency_s"] = _one(latency, "s")
+            m["ttft_s"] = one(latency, "s")
+            m["batch_latency_s"] = one(latency, "s")
         notes.append("Latency of a 1-token run: the time to the whole batch's first token "
                      "(ttft_definition=batch)")
     elif kind == "ttft_itl":
-        ttft, end = _num(f.get("ttft")), _num(f.get("end_latency"))
+        ttft, end = num_text(f.get("ttft")), num_text(f.get("end_latency"))
         w["ttft_definition"] = "batch"
         if ttft is not None:
-            m["ttft_s"] = _one(ttft, "s")
+            m["ttft_s"] = one(ttft, "s")
         if end is not None:
             out = w["output_len"] = inp  # the end-to-end run generated input_len tokens
             notes.append("Output Length says 1 (the TTFT run); end_latency is the run with "
                          f"{out} output tokens, as the figure's ITL = (end - TTFT)/(16 x 1023) "
                          "assumes")
-            m["batch_latency_s"] = _one(end, "s")
-            m["total_throughput_tok_s"] = _one(batch * (inp + out) / end, "tok/s")
-            m["output_throughput_tok_s"] = _one(batch * out / end, "tok/s")
+            m["batch_latency_s"] = one(end, "s")
+            m["total_throughput_tok_s"] = one(batch * (inp + out) / end, "tok/s")
+            m["output_throughput_tok_s"] = one(batch * out / end, "tok/s")
             if ttft is not None:
-                m["itl_s"] = _one((end - ttft) / (out - 1), "s")
-                m["tpot_s"] = _one((end - ttft) / (out - 1), "s")
-                m["paper_itl_s"] = _one((end - ttft) / (batch * (out - 1)), "s")
+                m["itl_s"] = one((end - ttft) / (out - 1), "s")
+                m["tpot_s"] = one((end - ttft) / (out - 1), "s")
+                m["paper_itl_s"] = one((end - ttft) / (batch * (out - 1)), "s")
                 notes.append("itl_s = (end - TTFT)/(out - 1) per request; the paper's ITL "
                              "divides by batch x (out - 1) (paper_itl_s), a per-batch-token time")
         else:
             notes.append("end_latency missing: TTFT only")
     else:
         if latency is not None:
-            m["batch_latency_s"] = _one(latency, "s")
+            m["batch_latency_s"] = one(latency, "s")
         expected = batch * (inp + out) / latency if latency else None
         if thr is None and expected is not None:
             thr = expected
@@ -323,34 +282,34 @@ def to_record(row: _Row, ctx: dict[str, Any]) -> Record | None:
             notes.append(f"Throughput {thr:.6g} disagrees with batch x (in+out)/Latency "
                          f"= {expected:.6g} ({thr / expected - 1:+.1%})")
         if thr is not None:
-            m["total_throughput_tok_s"] = _one(thr, "tok/s")
-            m["output_throughput_tok_s"] = _one(thr * out / (inp + out), "tok/s")
+            m["total_throughput_tok_s"] = one(thr, "tok/s")
+            m["output_throughput_tok_s"] = one(thr * out / (inp + out), "tok/s")
             if latency is None and inp + out:
                 lat = batch * (inp + out) / thr
-                m["batch_latency_s"] = _one(lat, "s")
+                m["batch_latency_s"] = one(lat, "s")
                 notes.append("Latency empty: recomputed as batch x (in+out) / Throughput")
         if backend == "sambaflow":
             notes.append("SN40L: Latency is back-computed from Throughput upstream")
-    power = _num(f.get("avg_power"))
+    power = num_text(f.get("avg_power"))
     if power is not None:
         if power > POWER_MW_ABOVE_W:
             power /= 1000.0
             notes.append("avg_power in mW in the file: converted to W")
-        m["avg_power_w"] = _one(power, "W")
+        m["avg_power_w"] = one(power, "W")
         lat = m.get("batch_latency_s")
         if lat is not None:
-            m["energy_j"] = _one(power * lat.mean, "J")
+            m["energy_j"] = one(power * lat.mean, "J")
         if "total_throughput_tok_s" in m:
             tpj = m["total_throughput_tok_s"].mean / power
-            m["total_tokens_per_joule"] = _one(tpj, "tok/J")
-            m["tokens_per_joule"] = _one(m["output_throughput_tok_s"].mean / power, "tok/J")
-            paper = _num(f.get("throughput_per_watt"))
+            m["total_tokens_per_joule"] = one(tpj, "tok/J")
+            m["tokens_per_joule"] = one(m["output_throughput_tok_s"].mean / power, "tok/J")
+            paper = num_text(f.get("throughput_per_watt"))
             if paper is not None and abs(paper / tpj - 1) > 0.01:
                 notes.append(f"Throughput_per_watt_avg {paper:.4g} differs from "
                              f"Throughput / avg_power(W) = {tpj:.4g}")
-    ppl = _num(f.get("perplexity"))
+    ppl = num_text(f.get("perplexity"))
     if ppl is not None:
-        m["perplexity"] = _one(ppl, "")
+        m["perplexity"] = one(ppl, "")
     if not m:
         return None
     rec = Record(
@@ -382,37 +341,67 @@ def _values(rec: Record) -> tuple:
     return tuple(sorted((k, float(f"{v.mean:.9g}")) for k, v in rec.metrics.items()))
 
 
-def parse_dir(root: Path) -> tuple[list[Record], Report]:
-    root = Path(root)
-    report = Report()
+def sniff_path(path: Path) -> bool:
+    """A directory holding CSVs of the study's schema (a Hardware or Framework column)."""
+    if not path.is_dir():
+        return False
+    for csv_path in path.rglob("*.csv"):
+        try:
+            with open(csv_path, newline="", encoding="utf-8-sig") as fh:
+                header = {h.strip().lower() for h in next(csv.reader(fh), [])}
+        except (OSError, UnicodeDecodeError, csv.Error):
+            continue
+        if header & {"hardware", "framework", "model_name"} and header & {"latency", "throughput",
+                                                                          "ttft latency", "perplexity"}:
+            return True
+    return False
+
+
+def parse(path: Path, backend: str | None = None, hardware: str | None = None,
+          version: str | None = None) -> ImportResult:
+    """Every CSV under the directory `path` -> records; counts, malformed rows and unmapped
+    columns in the result (the rows name their own engine and hardware: no overrides)."""
+    root = Path(path)
+    given = [n for n, v in (("--backend", backend), ("--hardware", hardware),
+                            ("--engine-version", version)) if v]
+    if given:
+        raise SpecError([(given[0], "the study's rows name their own engine, hardware and versions")])
+    if not root.is_dir():
+        raise Unreadable(f"{root}: not a directory (the study's data is a directory of CSVs)")
     files = sorted(p for p in root.rglob("*.csv") if p.is_file())
-    records: list[Record] = []
+    if not files:
+        raise Unreadable(f"{root}: no CSV files under it")
+    res = ImportResult(TOOL, counts={"files read": 0, "rows read": 0, "recovered": 0,
+                                     "merged (rows repeating an imported row exactly, listed "
+                                     "in its `sources`)": 0})
+    merged_key = list(res.counts)[-1]
+    records = res.records
     seen: dict[tuple, list[Record]] = {}
     for path in files:
         rel = path.relative_to(root).as_posix()
-        report.files += 1
+        res.counts["files read"] += 1
         ctx = _context(rel)
         try:
-            rows = read_file(path, rel, report)
+            rows = read_file(path, rel, res)
         except (UnicodeDecodeError, csv.Error) as e:  # reported, never a crash or a silent skip
-            report.malformed.append(f"{rel}: unreadable file ({type(e).__name__}: {e})")
+            res.problems.append(f"{rel}: unreadable file ({type(e).__name__}: {e})")
             continue
         for row in rows:
             try:
                 rec = to_record(row, ctx)
             except (ValueError, TypeError) as e:
-                report.malformed.append(f"{rel}:{row.line}: {e}")
+                res.problems.append(f"{rel}:{row.line}: {e}")
                 continue
             if rec is None:
-                report.malformed.append(f"{rel}:{row.line}: no latency, throughput or other metric")
+                res.problems.append(f"{rel}:{row.line}: no latency, throughput or other metric")
                 continue
-            report.recovered += row.recovered
+            res.counts["recovered"] += row.recovered
             ident = _identity(rec)
             same = seen.setdefault(ident, [])
             copy = next((r for r in same if _values(r) == _values(rec)), None)
             if copy is not None:
                 copy.sources.append(f"{rel}:{row.line}")
-                report.merged_copies += 1
+                res.counts[merged_key] += 1
                 continue
             for other in same:
                 other.workload["duplicate_config"] = rec.workload["duplicate_config"] = True
@@ -423,6 +412,4 @@ def parse_dir(root: Path) -> tuple[list[Record], Report]:
             records.append(rec)
     for r in records:  # queryable: which files hold this row (rows live in `sources`)
         r.workload["in_files"] = ";".join(dict.fromkeys(x.rsplit(":", 1)[0] for x in r.sources))
-    report.imported = len(records)
-    report.flagged = sum(bool(r.notes) for r in records)
-    return records, report
+    return res

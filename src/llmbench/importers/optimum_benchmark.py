@@ -26,6 +26,7 @@ from llmbench.importers.common import (ImportResult, Unreadable, dig, from_sampl
 from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
 
 TOOL = "optimum-benchmark"
+OUTPUT_FILES = ("benchmark.json",)
 BACKENDS = {"pytorch": "transformers", "onnxruntime": "onnxruntime", "openvino": "openvino",
             "vllm": "vllm", "llama_cpp": "llamacpp", "tensorrt-llm": "tensorrt-llm"}
 

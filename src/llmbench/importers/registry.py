@@ -1,12 +1,12 @@
-"""Tool name -> importer module, and format auto-detection. Each module has
-`sniff(doc) -> str | None` and `parse(path, backend=, hardware=, version=) -> ImportResult`.
-Adding a tool is one module and one line here."""
+"""Tool name -> importer module, format auto-detection, and the one import path into the
+store. Every module follows importers/common.py's protocol (`parse`, `sniff`/`sniff_path`,
+`OUTPUT_FILES`). Adding a tool is one module and one line here."""
 
 from __future__ import annotations
 
 import importlib
 import time
-from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
@@ -20,6 +20,7 @@ TOOLS = {
     "inference-perf": "llmbench.importers.inference_perf",
     "optimum-benchmark": "llmbench.importers.optimum_benchmark",
     "llama-bench": "llmbench.importers.llama_bench",
+    "llm-inference-bench": "llmbench.importers.llm_inference_bench",  # the published study
 }
 
 
@@ -29,41 +30,82 @@ def module(tool: str) -> ModuleType:
     return importlib.import_module(TOOLS[tool])
 
 
-def detect(path: Path) -> str:
-    """The tool whose format `path` is; SpecError naming the tools tried when none fits."""
+def _sniffs(mod: ModuleType, path: Path) -> bool:
     from llmbench.importers.common import load_json
 
+    try:
+        # JSONL formats and directories are read by the module; JSON ones by their document
+        if hasattr(mod, "sniff_path"):
+            return bool(mod.sniff_path(path))
+        return path.is_file() and bool(mod.sniff(load_json(path)[0]))
+    except (Unreadable, OSError, UnicodeError):
+        return False
+
+
+def resolve(tool: str, path: Path) -> Path:
+    """The file a tool's output directory is imported through (its OUTPUT_FILES, preferred
+    first); a file, or a directory the module reads whole, as it is."""
+    mod = module(tool)
+    if path.is_dir() and not _sniffs(mod, path):
+        for name in getattr(mod, "OUTPUT_FILES", ()):
+            if (path / name).is_file():
+                return path / name
+        raise SpecError([("PATH", f"{path}: no {tool} output in it (looked for "
+                                  f"{', '.join(getattr(mod, 'OUTPUT_FILES', ())) or 'a file'})")])
+    return path
+
+
+def detect(path: Path) -> str:
+    """The tool whose format `path` (a file or a tool's output directory) is; SpecError naming
+    the tools tried when none fits."""
     for tool in TOOLS:
         mod = module(tool)
-        try:
-            # JSONL formats read the file themselves; JSON ones look at the parsed document
-            found = mod.sniff_path(path) if hasattr(mod, "sniff_path") else mod.sniff(load_json(path)[0])
-            if found:
-                return tool
-        except (Unreadable, OSError, UnicodeError):
-            continue
-    raise SpecError([("PATH", f"{path}: not a result file of any known tool ({', '.join(TOOLS)})")])
+        if _sniffs(mod, path):
+            return tool
+        if path.is_dir():
+            for name in getattr(mod, "OUTPUT_FILES", ()):
+                if (path / name).is_file() and _sniffs(mod, path / name):
+                    return tool
+    raise SpecError([("PATH", f"{path}: not a result file or output directory of any known tool "
+                              f"({', '.join(TOOLS)})")])
 
 
 def parse(tool: str, path: Path, **names) -> ImportResult:
+    path = Path(path)
     if tool == "auto":
         tool = detect(path)
     try:
-        return module(tool).parse(path, **names)
+        return module(tool).parse(resolve(tool, path), **names)
     except Unreadable as e:
         raise SpecError([("PATH", str(e))]) from None
 
 
-def import_file(tool: str, path: Path, results: Path, **names) -> tuple[ImportResult, Path, float]:
-    """Parse and write into the store; a re-import of the same file replaces its records."""
-    from llmbench.store.store import Store
+@dataclass
+class Imported:
+    result: ImportResult
+    run_dirs: list[Path]
+    with_roofline: int
+    replaced: int
+    parse_s: float
+    roofline_s: float
+    write_s: float
+
+
+def import_path(tool: str, path: Path, results: Path, annotate: bool = True, **names) -> Imported:
+    """Parse, attach roofline bounds where the hardware and model are known, and write through
+    the store's one batch write path; a re-import of the same data replaces its records."""
+    from llmbench.store.store import Store, write_all
 
     t0 = time.perf_counter()
     res = parse(tool, Path(path), **names)
+    t1 = time.perf_counter()
+    bounded = 0
+    if annotate:
+        from llmbench.roofline import annotate as attach
+
+        bounded = sum(bool(attach(r)) for r in res.records)
+    t2 = time.perf_counter()
     store = Store(results)
-    run_dir = store.root / (res.records[0].run_id if res.records else "none")
-    for p in run_dir.glob("*.json") if res.records else []:
-        p.unlink()
-    with ThreadPoolExecutor(max_workers=8) as ex:  # fsync per record dominates: overlap them
-        list(ex.map(store.write, res.records))
-    return res, run_dir, time.perf_counter() - t0
+    _, replaced = write_all(store, res.records, replace_runs=True)
+    dirs = [store.run_dir(rid) for rid in dict.fromkeys(r.run_id for r in res.records)]
+    return Imported(res, dirs, bounded, replaced, t1 - t0, t2 - t1, time.perf_counter() - t2)

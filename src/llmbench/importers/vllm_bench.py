@@ -10,6 +10,9 @@ serve (`--save-result`, best with `--save-detailed`): one `kind: serving` record
   Without the detailed lists only vLLM's summary numbers exist (mean, median, std, percentiles;
   std is numpy's population std): TTFT is then imported as `ttft_s` only when no concurrency
   cap made requests queue in the client, else as `ttft_from_send_s`, flagged.
+  vLLM's own headline figures (its mean/median/std/percentiles of TTFT, TPOT, ITL, E2EL and its
+  throughputs) are kept as it reported them in `tool_figures` (common.tool_figure); pooled ITL
+  gaps of which too many are zero (vLLM read several chunks at once) are marked client-limited.
 latency (`--output-json`): one `kind: inference` record; `batch_latency_s` from the per-iteration
   latencies (one value per repeat, as ours). Batch size and lengths are not in that file: they
   come from the sibling `*.pytorch.json` (written when SAVE_TO_PYTORCH_BENCHMARK_FORMAT=1),
@@ -31,12 +34,21 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.importers.common import (ImportResult, Unreadable, from_samples, from_summary,
-                                       line_of, load_json, num, numbers, one, run_id_for, source)
+                                       line_of, load_json, mark_bunching, num, numbers, one,
+                                       run_id_for, source, tool_figure)
 from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
 
 TOOL = "vllm-bench"
 MS = 1e-3
 LAT_KEY = '"latencies"'
+FROM_SEND = ("from the actual send; llmbench's {ours} runs from the scheduled send: the "
+             "difference is vLLM's client queue time (its dispatch delay; 0 in a closed loop)")
+# (ours, vLLM's summary stem, label)
+FIGURES = (("ttft_s", "ttft", "vLLM TTFT: " + FROM_SEND.format(ours="ttft_s")),
+           ("tpot_s", "tpot", "vLLM TPOT: (latency − TTFT) / (output − 1) per request, as ours"),
+           ("itl_s", "itl", "vLLM ITL: one gap per streamed chunk, pooled; llmbench's itl_s counts "
+            "a chunk of k tokens as k gaps"),
+           ("e2e_s", "e2el", "vLLM E2EL: " + FROM_SEND.format(ours="e2e_s")))
 
 
 def sniff(doc: Any) -> str | None:
@@ -129,7 +141,21 @@ def _serve(doc: dict, path: Path, text: str, res: ImportResult) -> Record:
         _put(rec, name, one(num(doc.get(key)), unit))
     if not _serve_detailed(doc, rec, res, outs, closed):
         _serve_summary(doc, rec, None if closed else cap)
+    for ours, theirs, label in FIGURES:
+        tool_figure(rec, ours, _summary_stats(doc, theirs), label)
+    for ours, theirs, unit in (("output_throughput_tok_s", "output_throughput", "tok/s"),
+                               ("request_throughput_req_s", "request_throughput", "req/s")):
+        tool_figure(rec, ours, one(num(doc.get(theirs)), unit), f"vLLM {theirs}")
     return rec
+
+
+def _summary_stats(doc: dict, theirs: str):
+    """vLLM's summary of one metric (its std is numpy's population std), in seconds."""
+    n = int(num(doc.get("completed")) or 1)
+    return from_summary("s", MS, n=n, mean=doc.get(f"mean_{theirs}_ms"),
+                        median=doc.get(f"median_{theirs}_ms"), std=doc.get(f"std_{theirs}_ms"),
+                        p90=doc.get(f"p90_{theirs}_ms"), p95=doc.get(f"p95_{theirs}_ms"),
+                        p99=doc.get(f"p99_{theirs}_ms"))
 
 
 def _serve_detailed(doc: dict, rec: Record, res: ImportResult, outs: list[float] | None,
@@ -167,8 +193,10 @@ def _serve_detailed(doc: dict, rec: Record, res: ImportResult, outs: list[float]
     if gaps:
         if per_token:
             _put(rec, "itl_s", from_samples(gaps, "s"))
+            mark_bunching(rec, "itl_s", gaps, TOOL)
         else:
             _put(rec, "itl_per_chunk_s", from_samples(gaps, "s"))
+            mark_bunching(rec, "itl_per_chunk_s", gaps, TOOL)
             rec.notes.append("itl: vLLM's gaps are per streamed chunk and some chunks carried "
                              "several tokens; token counts per chunk are not in the file, so "
                              "itl_s (per token) cannot be derived: kept as itl_per_chunk_s")
@@ -176,13 +204,9 @@ def _serve_detailed(doc: dict, rec: Record, res: ImportResult, outs: list[float]
 
 
 def _serve_summary(doc: dict, rec: Record, cap: float | None) -> None:
-    n = int(num(doc.get("completed")) or 1)
     for ours, theirs in (("ttft_s", "ttft"), ("tpot_s", "tpot"), ("itl_per_chunk_s", "itl"),
                          ("e2e_s", "e2el")):
-        st = from_summary("s", MS, n=n, mean=doc.get(f"mean_{theirs}_ms"),
-                          median=doc.get(f"median_{theirs}_ms"), std=doc.get(f"std_{theirs}_ms"),
-                          p90=doc.get(f"p90_{theirs}_ms"), p95=doc.get(f"p95_{theirs}_ms"),
-                          p99=doc.get(f"p99_{theirs}_ms"))
+        st = _summary_stats(doc, theirs)
         if st is None:
             continue
         if ours in ("ttft_s", "e2e_s") and cap is not None:

@@ -17,6 +17,12 @@ from llmbench.report import data as data_mod
 from llmbench.report import figures, tables, views
 
 SECTIONS = (("own", "Your results"), ("reference", "Published reference data (LLM-Inference-Bench)"))
+TOOL_FIGURES_NOTE = (
+    "Medians (whole-run figures: the value). A tool that times TTFT and E2E from its actual send "
+    "reports less than llmbench's scheduled-send definition: the difference is that tool's own "
+    "dispatch delay, its client falling behind the schedule. A tool's 'ITL' is often a per-request "
+    "average (llmbench's TPOT); llmbench's ITL pools every gap, and is marked client-limited when "
+    "the tool's client read several tokens at once (gaps of zero).")
 REPORT_VIEWS = ("batch", "latency", "serving", "length", "kv_block", "dtype", "parallelism",
                 "power", "energy", "perplexity", "distributions", "training")
 
@@ -218,6 +224,10 @@ def write_report(results: Path | str, out: Path | str, png: bool = True) -> Repo
     blocks_by_section.append(("best", "Best configuration", _best_blocks(d)))
     for src, title in SECTIONS:
         blocks_by_section.append((src, title, _view_blocks(d, src)))
+    if rows := tables.tool_figures_table(d.df):
+        blocks_by_section.append(("imported", "Imported tools: their figures beside llmbench's",
+                                  [_Block("imported-figures", "Each tool's headline figures as it "
+                                          "reported them", TOOL_FIGURES_NOTE, table=_table_html(rows))]))
     if not d.df.empty and any(col.startswith("roofline_efficiency_") for col in d.df.columns):
         v = views.VIEWS["efficiency"]
         fig, _ = views.build(d, views.Choice(view="efficiency"), height=520)

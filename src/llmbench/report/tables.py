@@ -126,3 +126,49 @@ def _show(v, how: str) -> str:
     if how == "int":
         return f"{v:,.0f}"
     return fmt(float(v))
+
+
+# An imported tool's own figure (store `tool_<metric>_*`, importers/common.py tool_figure) beside
+# llmbench's of the same quantity; where the tool's reference is llmbench's `_from_send_s` or
+# its chunk gaps, that is what the record holds instead.
+OURS_ALTERNATES = {"ttft_s": ("ttft_s", "ttft_from_send_s"), "e2e_s": ("e2e_s", "e2e_from_send_s"),
+                   "itl_s": ("itl_s", "itl_per_chunk_s")}
+
+
+def tool_figures_table(df: pd.DataFrame) -> list[dict[str, str]]:
+    """One row per imported record and figure the tool reported: the tool's median as it
+    reported it, llmbench's median of its own definition, their difference, and what differs
+    (the figure's label). An ITL whose gaps were bunched by the client says so."""
+    if df.empty or "source_tool" not in df:
+        return []
+    d = df[df["source_tool"].notna() & (df["status"] == "ok")]
+    figs = sorted({c[len("tool_"):-len("_label")] for c in d.columns
+                   if c.startswith("tool_") and c.endswith("_label")})
+    rows = []
+    for _, r in d.iterrows():
+        for f in figs:
+            theirs = _stat(r, f"tool_{f}")
+            if theirs is None:
+                continue
+            name = next((n for n in OURS_ALTERNATES.get(f, (f,)) if _stat(r, n) is not None), f)
+            ours = _stat(r, name)
+            flag = r.get(f"{name}_client_limited")
+            limited = isinstance(flag, (bool, np.bool_)) and bool(flag)
+            row = {"tool": str(r["source_tool"]), "hardware · engine": str(r.get("system", "")),
+                   "model": value_text(r.get("model")), "load": load_label(r),
+                   "figure": f, "tool's median": fmt(theirs),
+                   "llmbench": "–" if ours is None else f"{fmt(ours)} ({name})" + (
+                       " client-limited" if limited else ""),
+                   "difference": "–" if ours is None else f"{fmt(ours - theirs)}",
+                   "what differs": str(r.get(f"tool_{f}_label") or "")}
+            rows.append(row)
+    return rows[:MAX_ROWS]
+
+
+def _stat(r: pd.Series, metric: str) -> float | None:
+    """A metric's median, else its mean (a whole-run figure), else None."""
+    for s in ("median", "mean"):
+        v = r.get(f"{metric}_{s}")
+        if v is not None and not pd.isna(v):
+            return float(v)
+    return None

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from llmbench.metrics import split_column
-from llmbench.store.store import STATS
+from llmbench.store.store import FLAGS, STATS
 
 # Never a configuration: identity, bookkeeping, outcomes and values derived from others.
 NOT_CONFIG = {"run_id", "created_at", "error", "path", "point_key", "backend_version",
@@ -26,10 +26,14 @@ SHAPE = ("batch_size", "input_len", "output_len", "concurrency", "request_rate",
 
 
 def is_metric(c: str, cols: Sequence[str]) -> bool:
-    """`<metric>_<stat>` and roofline columns are outcomes, not configuration: a catalogued
-    metric's (metrics.py), or one whose `_mean` column is there (a tool's own metric)."""
+    """`<metric>_<stat>` (with a metric's flags and a tool figure's label) and roofline columns
+    are outcomes, not configuration: a catalogued metric's (metrics.py), or one whose `_mean`
+    column is there (a tool's own metric)."""
     if c.startswith("roofline_") or split_column(c):
         return True
+    for f in (*FLAGS, "label"):
+        if c.endswith(f"_{f}") and f"{c[:-len(f) - 1]}_mean" in cols:
+            return True
     base, _, stat = c.rpartition("_")
     if stat in ("low", "high") and base.endswith("_ci95"):
         base, stat = base[:-len("_ci95")], "mean"

@@ -74,6 +74,9 @@ class Record(Open):
     hardware: HardwareInfo
     workload: dict[str, Any] = Field(default_factory=dict)
     metrics: dict[str, MetricStats] = Field(default_factory=dict)
+    tool_figures: dict[str, MetricStats] = Field(
+        default_factory=dict, description="imported records: the tool's own headline figures as "
+        "it reported them, keyed by the llmbench metric each stands beside, each with a `label`")
     roofline: Roofline = Roofline()
     power: dict[str, Any] = Field(default_factory=dict,
                                   description="meter used, or why none (never a silent zero)")

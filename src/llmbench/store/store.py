@@ -12,6 +12,7 @@ import json
 import os
 import re
 import secrets
+from concurrent.futures import ThreadPoolExecutor
 import tempfile
 import warnings
 from collections.abc import Iterable, Iterator
@@ -24,6 +25,8 @@ from llmbench.store.record import Record
 DEFAULT_RESULTS = Path("llmbench-results")
 STATS = ("mean", "median", "p50", "p90", "p95", "p99", "min", "max", "std", "n",
          "ci95_low", "ci95_high")
+# What a metric says about its own trustworthiness (importers/common.py mark_bunching)
+FLAGS = ("client_limited", "zero_gap_share")
 
 
 def _umask() -> int:
@@ -129,14 +132,16 @@ class Store:
         self.root = Path(root)
 
     # -- writing ---------------------------------------------------------------------------
+    def run_dir(self, rid: str) -> Path:
+        if not rid or rid in (".", "..") or any(c in rid for c in "/\\\0"):
+            raise SpecError([("run_id", f"{rid!r} cannot name a results directory")])
+        return self.root / rid
+
     def write(self, record: Record) -> Path:
         # 64 random bits per name: writers on many hosts never need to coordinate
         key = re.sub(r"[^A-Za-z0-9_.-]", "_", record.point_key or "x")
         name = f"{record.kind}-{key}-{secrets.token_hex(8)}.json"
-        rid = record.run_id
-        if not rid or rid in (".", "..") or any(c in rid for c in "/\\\0"):
-            raise SpecError([("run_id", f"{rid!r} cannot name a results directory")])
-        path = self.root / record.run_id / name
+        path = self.run_dir(record.run_id) / name
         try:
             atomic_write_text(path, redact_json(record.model_dump_json(indent=1, exclude_none=False)))
         except OSError as e:  # a full disk, a read-only mount: say which record, never a traceback
@@ -236,9 +241,15 @@ def flatten(d: dict[str, Any], path: Path | None = None) -> dict[str, Any]:
             row[f"opt_{k}"] = v
     for name, st in _section(d, "metrics").items():
         if isinstance(st, dict):
-            for s in STATS:
+            for s in (*STATS, *FLAGS):
                 if s in st:
                     row[f"{name}_{s}"] = st[s]
+    # an imported tool's own figures (importers/common.py tool_figure), beside ours
+    for name, st in _section(d, "tool_figures").items():
+        if isinstance(st, dict):
+            for s in (*STATS, "label"):
+                if s in st:
+                    row[f"tool_{name}_{s}"] = st[s]
     rf = _section(d, "roofline")
     for part in ("bound", "efficiency"):
         for k, v in _section(rf, part).items():
@@ -258,5 +269,16 @@ def _section(d: dict[str, Any], key: str) -> dict[str, Any]:
     return v if isinstance(v, dict) else {}
 
 
-def write_all(store: Store, records: Iterable[Record]) -> list[Path]:
-    return [store.write(r) for r in records]
+def write_all(store: Store, records: Iterable[Record], replace_runs: bool = False) -> tuple[list[Path], int]:
+    """Write many records (the import path; a sweep writes one at a time through Store.write).
+    replace_runs: first remove the stored records of every run id among them (a re-import
+    replaces, never doubles). Returns the paths written and the number of records removed."""
+    records = list(records)
+    removed = 0
+    if replace_runs:
+        for rid in dict.fromkeys(r.run_id for r in records):
+            for p in store.run_dir(rid).glob("*.json"):
+                p.unlink()
+                removed += 1
+    with ThreadPoolExecutor(max_workers=8) as ex:  # fsync per record dominates: overlap them
+        return list(ex.map(store.write, records)), removed
