@@ -150,13 +150,14 @@ class ServingSession:
             watch = PointWatch(n, cfg.slo, cfg.slo_fraction)
             rec = self._point(key, run_id, sch, specs[k * n:(k + 1) * n], watch, {"point": k})
             met = rec.serving["slo_met_fraction"]
-            meets = watch.stop_reason == "under" or (
-                watch.stop_reason is None and met is not None and met >= cfg.slo_fraction)
-            search.add(rate, meets, met, watch.stop_reason)
+            meets = watch.verdict() if watch.stop_reason else (met is not None and met >= cfg.slo_fraction)
+            search.add(rate, meets, met, watch.stop_reason, side=watch.side)
             rec.serving["capacity_search"] = search.result()
+            rec.serving["point_watch"] = _watch_view(watch, rec.serving)
             if watch.stop_reason and (watch.cancelled or rec.serving["requests"] < n):
                 rec.notes.append(f"stopped early after {rec.serving['requests']} of {n} requests "
-                                 f"({watch.cancelled} in flight cancelled): {watch.describe()}")
+                                 f"({watch.cancelled} in flight cancelled: {watch.cancelled_late} "
+                                 f"already late, {watch.cancelled_unknown} unknown): {watch.describe()}")
             yield rec
             k += 1
 
@@ -194,14 +195,38 @@ def _measure(cfg: ServeConfig, target: Target, url: str, served: str, sch: Sched
                   for s in res.sent]
     outcomes = [interpret(s.resp, s.t_sched, sp, tok.count) for s, sp in zip(res.sent, sent_specs)]
     metrics, serving, notes = summarize_point(outcomes, res, cfg, tok, win.energy_j)
+    # Cancelled by an early stop: a miss only if already late; the others are unknown.
     serving["slo_met_fraction"] = slo_met_fraction(outcomes, cfg.slo,
-                                                   watch.cancelled if watch else 0)
+                                                   watch.cancelled_late if watch else 0)
+    if watch is not None and watch.cancelled_unknown and cfg.slo:
+        judged = len(outcomes) + watch.cancelled_late
+        met = (serving["slo_met_fraction"] or 0.0) * judged
+        total = judged + watch.cancelled_unknown
+        serving["slo_unknown_requests"] = watch.cancelled_unknown
+        serving["slo_met_fraction_bounds"] = [met / total, (met + watch.cancelled_unknown) / total]
     if driver:
         by_turn(outcomes, [s.index % cfg.turns for s in res.sent], cfg.turns, metrics, serving)
     server_view(scraper.summary(res.t_start) if scraper else
                 {"available": False, "reason": "not asked (--no-server-metrics)"},
                 metrics, serving, notes)
     return res, metrics, serving, notes
+
+
+def _watch_view(watch, serving: dict) -> dict:
+    """What the point's early stop rested on, for the record; a server saturation verdict is
+    set beside the server's own queue where its metrics exist."""
+    v = {"stop": watch.stop_reason, "side": watch.side, "evidence": watch.evidence,
+         "cancelled": watch.cancelled, "cancelled_late": watch.cancelled_late,
+         "cancelled_unknown": watch.cancelled_unknown}
+    gauges = (serving.get("server_metrics") or {}).get("gauges") or {}
+    if "requests_waiting" in gauges:
+        w = gauges["requests_waiting"]
+        v["server_queue"] = {"requests_waiting_max": w.get("max"),
+                             "requests_running_max": (gauges.get("requests_running") or {}).get("max")}
+        if watch.side == "server" and not w.get("max"):
+            v["server_queue"]["note"] = ("the engine's own queue stayed empty: the requests in "
+                                         "flight were ahead of it (HTTP front end, tokenizer)")
+    return v
 
 
 def _as_sent(spec: RequestSpec, tok) -> RequestSpec:

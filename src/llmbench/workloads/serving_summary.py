@@ -170,8 +170,9 @@ def by_turn(outcomes: list[Outcome], turn_of: list[int], turns: int, metrics: di
 
 
 def slo_met_fraction(outcomes: list[Outcome], slo: dict[str, float], cancelled: int = 0) -> float | None:
-    """Of all requests of the point (failed and cancelled ones count as missing), the fraction
-    that met every SLO; None without SLOs."""
+    """Of the point's judged requests (failed ones and the `cancelled` ones -- cancelled by an
+    early stop when already late -- count as missing), the fraction that met every SLO; None
+    without SLOs."""
     from llmbench.metrics import meets_slo
 
     total = len(outcomes) + cancelled
