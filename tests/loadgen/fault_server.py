@@ -4,6 +4,7 @@ in a benchmark). Each request takes the next mode of `plan` (cycled):
 ok        one SSE event per token, usage at the end (no per-chunk usage)
 usage     one event per token with cumulative usage in every chunk (vLLM continuous_usage_stats)
 multi     events carrying `k` tokens each, with cumulative usage (speculative decoding style)
+burst     one token per event with cumulative usage, `k` events per write (a client that read late)
 merged    every event written in one write (one TCP read on the client)
 split     every event cut into pieces at awkward places (inside CRLF and a UTF-8 character)
 crlf      CRLF line ends, comments and a multi-line data field
@@ -181,6 +182,12 @@ class FaultServer:
                 if self.itl_s:
                     await asyncio.sleep(self.itl_s)
             await resp.write(final.replace(b"\n", b"\r\n"))
+        elif mode == "burst":     # one token per event, but `k` events in each write
+            for i in range(0, n, self.k):
+                await resp.write(b"".join(event(j, usage=j + 1) for j in range(i, min(n, i + self.k))))
+                if self.itl_s:
+                    await asyncio.sleep(self.itl_s * self.k)
+            await resp.write(final)
         elif mode == "multi":
             done = 0
             while done < n:

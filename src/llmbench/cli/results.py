@@ -29,7 +29,8 @@ METRIC_COLUMNS = {
 }
 # Flags the default table adds when any row raises them: a contended point (other work shared
 # the machine while it was measured, measure/contention) must never pass as clean.
-FLAG_COLUMNS = ("contended",)
+# So must an ITL that was the client's reading rhythm (loadgen/bunching.py).
+FLAG_COLUMNS = ("contended", "itl_client_limited")
 # Beyond the configuration that tells rows apart, what the default table shows when rows have it.
 TABLE_COLUMNS = (*METRIC_COLUMNS, *FLAG_COLUMNS)
 SHORT = {"batch_size": "batch", "input_len": "in", "output_len": "out", "concurrency": "conc",

@@ -82,6 +82,22 @@ async def run_load(ep: Endpoint, requests: list[bytes], schedule: Schedule, *,
                       prompts_reused=driver is None and total > n_req)
 
 
+async def warm_up(ep: Endpoint, requests: list[bytes], timeout_s: float | None = 300.0) -> dict:
+    """Send `requests` one after another before a point's clock starts (first-request costs:
+    CUDA graphs captured on demand, allocator growth, caches); nothing of them is measured.
+    Returns how many were sent, how many failed, and how long they took."""
+    pool = Pool(ep)
+    t = time.perf_counter()
+    failed = 0
+    try:
+        for req in requests:
+            resp = await pool.request(req, timeout_s)
+            failed += bool(resp.error or resp.status != 200 or not resp.complete)
+    finally:
+        pool.close()
+    return {"requests": len(requests), "failed": failed, "duration_s": time.perf_counter() - t}
+
+
 async def _closed(pool: Pool, requests, schedule: Schedule, t0: float, timeout_s, sent) -> None:
     n = schedule.num_prompts
     deadline = t0 + schedule.duration_s if schedule.duration_s else None

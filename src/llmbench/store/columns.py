@@ -16,7 +16,8 @@ NOT_CONFIG = {"run_id", "created_at", "error", "path", "point_key", "backend_ver
               "layers", "kv_heads", "opt_torch", "opt_torch_threads", "opt_sampling",
               "request_rate_label", "source_file", "source_row", "_mtime_ns", "_size",
               "repeats", "warmups", "warmup", "cooldown", "timeout_s", "num_prompts",
-              "duration_s", "input_len_dist", "output_len_dist", "source", "sources"}
+              "duration_s", "input_len_dist", "output_len_dist", "source", "sources",
+              "itl_client_limited"}
 IDENTITY = ("kind", "status", "backend", "model", "hardware", "hardware_count")
 # The workload's shape: said once when every row shares it (a table of rows that differ only in
 # engine options must still say at which batch size and lengths they were measured).

@@ -248,6 +248,10 @@ def flatten(d: dict[str, Any], path: Path | None = None) -> dict[str, Any]:
     # None when the record predates the check
     cont = _section(d, "env").get("contention")
     row["contended"] = cont.get("contended") if isinstance(cont, dict) else None
+    # serving: the ITL was the client's reading rhythm, not the server's (loadgen/bunching.py);
+    # None when the record predates the check or measured no gap
+    fid = _section(_section(d, "serving"), "itl_fidelity")
+    row["itl_client_limited"] = fid.get("client_limited") if fid else None
     if path is not None:
         row["path"] = str(path)
     return row
