@@ -14,8 +14,10 @@ surely misses; one that ended within both (when no TPOT SLO is set) surely meets
 - over: more sure misses than the target fraction allows of the point's requests;
 - under: enough sure hits that the target fraction is met whatever the rest do;
 - saturated, side "client": the client sends behind its own schedule -- the last
-  `CLIENT_LAG_SENDS` sends each later than `CLIENT_LAG_S` (the loop's timers are ~1 ms fine:
-  no arrival process makes a healthy loop that late), so what it measures is itself;
+  `CLIENT_LAG_SENDS` or more sends, over `CLIENT_LAG_SPAN_S` of the schedule, each later than
+  `CLIENT_LAG_S` (the loop's timers are ~1 ms fine: no arrival process makes a healthy loop
+  that late, and one stall of the machine does not last a second), so what it measures is
+  itself;
 - saturated, side "server": completions fall behind arrivals by more than Poisson noise allows.
   In a stable system the number in flight N(t) is stationary around m = rate x mean latency;
   with no queue (continuous batching below capacity) it is Poisson, Var N = m, so over a window
@@ -48,6 +50,7 @@ MIN_GROWTH = 8         # requests: tiny systems (m ~ 1) need more than a few to 
 MIN_WINDOW_S = 2.0     # seconds after the first answer before any saturation verdict
 CLIENT_LAG_S = 0.05    # a send this late behind its schedule is the client's own delay
 CLIENT_LAG_SENDS = 8   # ... for this many sends in a row
+CLIENT_LAG_SPAN_S = 1.0  # ... over at least this much of the schedule (one stall is not saturation)
 
 
 class PointWatch:
@@ -61,6 +64,7 @@ class PointWatch:
         self._done: list[float] = []           # completion times, in order
         self._lat_sum = 0.0                    # of completed requests, from their schedule
         self._late_run = 0                     # consecutive sends later than CLIENT_LAG_S
+        self._late_since = 0.0                 # ... the first one's scheduled time
         self._lags: list[float] = []
         self.stop_reason: str | None = None
         self.side: str | None = None           # saturated: "client" | "server"
@@ -79,12 +83,18 @@ class PointWatch:
         self._t.append(t)
         lag = t_now - t
         self._lags.append(lag)
-        self._late_run = self._late_run + 1 if lag > CLIENT_LAG_S else 0
+        if lag > CLIENT_LAG_S:
+            if not self._late_run:
+                self._late_since = t
+            self._late_run += 1
+        else:
+            self._late_run = 0
         if self.stop_reason is not None:
             return
-        if self._late_run >= CLIENT_LAG_SENDS:
+        if self._late_run >= CLIENT_LAG_SENDS and t - self._late_since >= CLIENT_LAG_SPAN_S:
             self._saturated("client", {
                 "sends_late_in_a_row": self._late_run, "late_limit_s": CLIENT_LAG_S,
+                "late_over_s": t - self._late_since,
                 "last_send_lag_s": lag, "send_lag_max_s": max(self._lags)})
             return
         t_c = self.t_first_done
