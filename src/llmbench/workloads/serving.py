@@ -234,8 +234,9 @@ def _watch_view(watch, serving: dict) -> dict:
         v["server_queue"] = {"requests_waiting_max": w.get("max"),
                              "requests_running_max": (gauges.get("requests_running") or {}).get("max")}
         if watch.side == "server" and not w.get("max"):
-            v["server_queue"]["note"] = ("the engine's own queue stayed empty: the requests in "
-                                         "flight were ahead of it (HTTP front end, tokenizer)")
+            v["server_queue"]["note"] = (
+                "the engine's own queue stayed empty: what grew was its running batch (up to "
+                "requests_running_max) or ahead of the engine (HTTP front end, tokenizer)")
     return v
 
 
