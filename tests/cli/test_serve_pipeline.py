@@ -54,7 +54,8 @@ def test_point_k_runs_exactly_that_level_and_list_points_prints_the_levels(tmp_p
         rows = [line.split("\t") for line in text.strip().splitlines()]
         assert [(r[0], r[2]) for r in rows] == [("0", "concurrency=1"), ("1", "concurrency=2"),
                                                 ("2", "concurrency=3")]
-        code, text = serve([s.url, *LEVELS, "--point", "1", "--results", str(tmp_path)], capsys)
+        code, text = serve([s.url, *LEVELS, "--point", "1", "--warmup-requests", "0", "--results",
+                            str(tmp_path)], capsys)
         n_requests = len(s.bodies)
     assert code == 0, text
     (r,) = Store(tmp_path).records()

@@ -9,7 +9,7 @@ from tests.cli.test_serve import FaultServer, records, serve
 def test_two_workers_give_the_same_record(tmp_path, capsys):
     with FaultServer(["usage"], ttft_s=0.01, itl_s=0.002) as s:
         code, text = serve([s.url, "-c", "4", "-n", "12", "--output-len", "8", "--workers", "2",
-                            "--no-server-metrics", "--results", str(tmp_path)], capsys)
+                            "--warmup-requests", "0", "--no-server-metrics", "--results", str(tmp_path)], capsys)
         prompts = [b["prompt"] for b in s.bodies]
     assert code == 0, text
     assert len(prompts) == 12 and len(set(prompts)) == 12    # each prompt once, none lost

@@ -4,6 +4,7 @@ in a benchmark). Each request takes the next mode of `plan` (cycled):
 ok        one SSE event per token, usage at the end (no per-chunk usage)
 usage     one event per token with cumulative usage in every chunk (vLLM continuous_usage_stats)
 multi     events carrying `k` tokens each, with cumulative usage (speculative decoding style)
+burst     one token per event with cumulative usage, `k` events per write (a client that read late)
 merged    every event written in one write (one TCP read on the client)
 split     every event cut into pieces at awkward places (inside CRLF and a UTF-8 character)
 crlf      CRLF line ends, comments and a multi-line data field
@@ -30,11 +31,15 @@ TOKEN = "é"   # two UTF-8 bytes: splitting a read inside it must not matter
 
 class FaultServer:
     def __init__(self, plan: list[str] | None = None, ttft_s: float = 0.0, itl_s: float = 0.0,
-                 k: int = 3, metrics: bool = False, serial: bool = False):
+                 k: int = 3, metrics: bool = False, serial: bool = False, slots: int | None = None):
         self.plan = plan or ["ok"]
-        # serial=True: one answer at a time, the rest queue (a server with a capacity limit)
-        self.serial = serial
-        self._lock: asyncio.Lock | None = None
+        # serial=True: one answer at a time, the rest queue (a server with a capacity limit);
+        # slots=c: c answers at a time, the rest wait first come first served (an M/D/c queue
+        # under Poisson arrivals: each answer holds its slot ttft_s + (n - 1) * itl_s)
+        self.serial = serial or slots is not None
+        self.slots = slots or 1
+        self.waiting = 0
+        self._lock: asyncio.Semaphore | None = None
         # metrics=True: a vLLM-style Prometheus /metrics counting what this server really sent
         self.metrics = metrics
         self.gen_tokens = 0
@@ -106,7 +111,7 @@ class FaultServer:
             "# TYPE vllm:num_requests_running gauge\n"
             f'vllm:num_requests_running{{model_name="fault-model"}} {self.running}.0\n'
             "# TYPE vllm:num_requests_waiting gauge\n"
-            'vllm:num_requests_waiting{model_name="fault-model"} 0.0\n')
+            f'vllm:num_requests_waiting{{model_name="fault-model"}} {self.waiting}.0\n')
         return web.Response(text=text, content_type="text/plain")
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
@@ -114,9 +119,16 @@ class FaultServer:
         try:
             if self.serial:
                 if self._lock is None:
-                    self._lock = asyncio.Lock()
-                async with self._lock:
+                    self._lock = asyncio.Semaphore(self.slots)   # FIFO wake-ups
+                self.waiting += 1
+                try:
+                    await self._lock.acquire()
+                finally:
+                    self.waiting -= 1
+                try:
                     return await self._respond(request)
+                finally:
+                    self._lock.release()
             return await self._respond(request)
         finally:
             self.running -= 1
@@ -170,6 +182,12 @@ class FaultServer:
                 if self.itl_s:
                     await asyncio.sleep(self.itl_s)
             await resp.write(final.replace(b"\n", b"\r\n"))
+        elif mode == "burst":     # one token per event, but `k` events in each write
+            for i in range(0, n, self.k):
+                await resp.write(b"".join(event(j, usage=j + 1) for j in range(i, min(n, i + self.k))))
+                if self.itl_s:
+                    await asyncio.sleep(self.itl_s * self.k)
+            await resp.write(final)
         elif mode == "multi":
             done = 0
             while done < n:

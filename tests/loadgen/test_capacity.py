@@ -1,6 +1,8 @@
 """Capacity under SLOs: the rate search's walk and answer, and the early stop of one point
 (clearly over, clearly under, over-saturated), on an oracle and on the fault server."""
 
+import numpy as np
+import pytest
 from fault_server import FaultServer
 
 from llmbench.loadgen.capacity import PointWatch, RateSearch
@@ -57,21 +59,97 @@ def test_watch_stops_clearly_over_and_clearly_under():
     assert w.stop_reason is None
 
 
-def test_watch_sees_a_queue_that_grows_without_bound():
-    w = PointWatch(1000, {"ttft_s": 1}, 0.9)
-    for i in range(60):                                   # 10 req/s in, 2 req/s out
-        w.on_send(i * 0.1)
-        if i % 5 == 4:
-            w.on_done(resp(i * 0.1, i * 0.1), 0.0)
+def replay(w, arrivals, departures, lag=lambda i: 0.0, ttft=0.037):
+    """Drive a watch with a known stream: request i scheduled at arrivals[i], sent lag(i) late,
+    first byte `ttft` later (or at its end, if sooner), done at departures[i]. Returns the time
+    of the stop."""
+    events = sorted([(a, 0, i) for i, a in enumerate(arrivals)] +
+                    [(d, 1, i) for i, d in enumerate(departures)])
+    for t, kind, i in events:
+        if kind == 0:
+            w.on_send(t, t + lag(i))
+        else:
+            w.on_done(resp(min(arrivals[i] + ttft, t), t), arrivals[i])
         if w.stop_reason:
-            break
-    assert w.stop_reason == "saturated" and 2.3 <= i * 0.1 < 3.5
-    w = PointWatch(1000, {"ttft_s": 1}, 0.9)
-    for i in range(100):                                  # steady: 20 in flight, in and out
-        w.on_send(i * 0.1)
-        if i >= 20:
-            w.on_done(resp(i * 0.1 - 1.9, i * 0.1), i * 0.1 - 2)
-    assert w.stop_reason is None
+            return t
+    return None
+
+
+def poisson(rate, n, seed):
+    return np.cumsum(np.random.default_rng(seed).exponential(1 / rate, n)).tolist()
+
+
+def old_rule_fires(arrivals, departures):
+    """The stop rule of the committed H200 search, recomputed here: from the first answer on,
+    in flight >= 16 and >= 1.5 x its value at the midpoint, >= 2 s after that answer."""
+    t_c = min(departures)
+    for k, t in enumerate(arrivals):
+        n_now = sum(1 for a in arrivals[:k + 1]) - sum(1 for d in departures if d <= t)
+        if t - t_c >= 2 and n_now >= 16:
+            mid = (t_c + t) / 2
+            j = max(i for i, a in enumerate(arrivals) if a <= mid) if arrivals[0] <= mid else 0
+            n_mid = j + 1 - sum(1 for d in departures if d <= arrivals[j])
+            if n_now >= 1.5 * n_mid:
+                return True
+    return False
+
+
+def test_poisson_bursts_at_a_stable_server_are_not_saturation():
+    # The H200 record's point: 12.34 req/s, every request 0.8 s, no queue (M/D/inf): in flight
+    # is Poisson with mean ~9.9. The old rule stopped such points; the new one must not.
+    fired_before = 0
+    for seed in range(40):
+        arr = poisson(12.34, 200, seed)
+        dep = [a + 0.8 for a in arr]
+        w = PointWatch(200, {"ttft_s": 0.25, "tpot_s": 0.03}, 0.9)
+        assert replay(w, arr, dep) is None, (seed, w.evidence)
+        fired_before += old_rule_fires(arr, dep)
+    assert fired_before >= 2          # the stream does hold the bursts that fooled the old rule
+
+
+def test_a_server_that_completes_half_the_offered_rate_is_saturated_on_the_server_side():
+    # 20 req/s offered, one slot of 0.1 s (10 req/s): in flight grows ~10 per second
+    arr = poisson(20.0, 400, 1)
+    dep, free = [], 0.0
+    for a in arr:
+        free = max(a, free) + 0.1
+        dep.append(free)
+    w = PointWatch(400, {"ttft_s": 100}, 0.9)
+    t_stop = replay(w, arr, dep)
+    assert w.stop_reason == "saturated" and w.side == "server" and t_stop < 8
+    e = w.evidence
+    assert e["offered_req_s"] == pytest.approx(20, rel=0.35)
+    assert e["achieved_req_s"] == pytest.approx(10, rel=0.2)
+    assert e["in_flight_growth"] > e["growth_bound"]
+    assert w.verdict() is False and w.judged and "the server is saturated" in w.describe()
+
+
+def test_a_client_sending_behind_its_schedule_is_saturated_on_the_client_side():
+    arr = poisson(10.0, 100, 2)
+    dep = [a + 0.2 for a in arr]
+    w = PointWatch(100, {"ttft_s": 1}, 0.9)
+    replay(w, arr, dep, lag=lambda i: 0.2 if i >= 30 else 0.0)   # the loop falls 200 ms behind
+    assert w.stop_reason == "saturated" and w.side == "client"
+    e = w.evidence
+    assert e["sends_late_in_a_row"] >= 8 and e["late_over_s"] >= 1.0 and w.verdict() is None
+    assert not w.judged and "the client is saturated" in w.describe()
+    w = PointWatch(100, {"ttft_s": 1, "tpot_s": 1}, 0.9)          # one 0.5 s stall: not saturation
+    assert replay(w, arr, dep, lag=lambda i: 0.3 if 30 <= i < 38 else 0.0) is None
+    w = PointWatch(100, {"ttft_s": 1, "tpot_s": 1}, 0.9)          # 20 ms late: a busy loop, not behind
+    assert replay(w, arr, dep, lag=lambda i: 0.02) is None
+
+
+def test_cancelled_requests_are_misses_only_when_already_late():
+    w = PointWatch(10, {"ttft_s": 0.25, "e2e_s": 2.0}, 0.9)
+    early, late_first, streaming, old = Response(), Response(), Response(), Response()
+    late_first.pieces = [(0.3, b"x")]              # first byte 0.3 s after its schedule: late
+    streaming.pieces = [(0.1, b"x")]               # first byte in time, still streaming
+    old.pieces = [(0.05, b"x")]                    # in time, but 2.5 s since its schedule
+    w.live = {0: (0.0, [late_first]), 1: (0.0, [streaming]), 2: (0.9, [early]),
+              3: (0.5, []), 4: (-1.5, [old])}
+    w.judge_cancelled(1.0)
+    # 3: no first byte 0.5 s after its schedule (> 0.25): late; 2: 0.1 s, no byte yet: unknown
+    assert (w.cancelled, w.cancelled_late, w.cancelled_unknown) == (5, 3, 2)
 
 
 def test_a_point_clearly_over_stops_early_and_cancels_what_is_in_flight():

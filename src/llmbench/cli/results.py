@@ -28,7 +28,7 @@ METRIC_COLUMNS = (
 )
 # Flags the default table adds when any row raises them: a contended point (other work shared
 # the machine while it was measured, measure/contention) must never pass as clean, nor an ITL
-# whose gaps the client bunched (importers/common.py mark_bunching).
+# whose gaps the client bunched (importers/common.py mark_bunching, loadgen/bunching.py).
 FLAG_COLUMNS = ("contended", "itl_s_client_limited", "itl_per_chunk_s_client_limited")
 # Beyond the configuration that tells rows apart, what the default table shows when rows have it.
 TABLE_COLUMNS = (*METRIC_COLUMNS, *FLAG_COLUMNS)

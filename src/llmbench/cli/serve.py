@@ -51,6 +51,7 @@ def serve(
     duration: Optional[float] = typer.Option(None, "--duration", help="seconds per point instead of --num-prompts"),
     warmup: str = typer.Option("0", "--warmup", help="excluded start of each point: seconds or N%"),
     cooldown: str = typer.Option("0", "--cooldown", help="excluded end of each point: seconds or N%"),
+    warmup_requests: int = typer.Option(2, "--warmup-requests", help="requests sent one by one before each point, never measured (0: none)"),
     slo: Optional[str] = typer.Option(None, "--slo", help="goodput SLOs, e.g. ttft_s=0.5,tpot_s=0.05,e2e_s=10"),
     find_max_rate: bool = typer.Option(False, "--find-max-rate", help="search the highest request rate at which --slo-fraction of requests meet every --slo (start: --rate, default 1)"),
     slo_fraction: float = typer.Option(0.9, "--slo-fraction", help="fraction of requests that must meet every SLO (--find-max-rate)"),
@@ -124,7 +125,7 @@ def serve(
         shared_prefix=_fraction(shared_prefix), prefix_groups=prefix_groups, turns=turns,
         think_time_s=think_time, concurrency=conc, rate=rates,
         burstiness=burstiness, max_concurrency=max_concurrency, num_prompts=num_prompts,
-        duration_s=duration, warmup=warmup, cooldown=cooldown, slo=parse_slo(slo),
+        duration_s=duration, warmup=warmup, warmup_requests=warmup_requests, cooldown=cooldown, slo=parse_slo(slo),
         timeout_s=timeout, seed=seed, force_output=force_output, extra_body=extra,
         use_uvloop=uvloop, workers=workers, server_metrics=server_metrics, metrics_interval_s=metrics_interval,
         trace=trace, trace_format=trace_format, trace_speedup=trace_speedup,
@@ -221,7 +222,11 @@ def summary(records, earlier: int = 0) -> None:
 
     def ms(r, k, s="p50"):
         v = r.metric(k, s)
-        return "-" if v is None else f"{v * 1e3:.1f}"
+        if v is None:
+            return "-"
+        # an ITL that was the client's reading rhythm is never shown as the server's
+        limited = getattr(r.metrics.get(k), "client_limited", False)
+        return f"{v * 1e3:.1f}" + (" (client-limited)" if limited else "")
 
     def val(r, k, d=2):
         v = r.metric(k)

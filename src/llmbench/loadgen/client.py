@@ -86,6 +86,7 @@ class Outcome:
     token_split: str = "none"       # continuous_usage | one_per_event | tokenizer
     token_source: str = "none"      # usage (the server's) | tokenizer (no usage sent)
     n_events: int = 0               # events that carried text or tokens
+    n_reads: int = 0                # client reads that carried them (loadgen/bunching.py)
     finish_reason: str | None = None
     chunk_texts: list[str] = field(default_factory=list)
     # A server that streams reasoning apart (`reasoning_content` / `reasoning`): when its first
@@ -289,6 +290,7 @@ def interpret(resp: Response, t_ref: float, spec: RequestSpec,
         else:
             merged.append((t, k))
     tl.events = merged
+    out.n_reads = len(merged)
     if out.usage_prompt_tokens is not None:
         tl.prompt_tokens = out.usage_prompt_tokens
     return out

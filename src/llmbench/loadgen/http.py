@@ -264,9 +264,11 @@ class Pool:
                 return conn, *conn.send(data)
         return None
 
-    async def request(self, data: bytes, timeout_s: float | None, started=None) -> Response:
+    async def request(self, data: bytes, timeout_s: float | None, started=None,
+                      track: list | None = None) -> Response:
         """Send one request (or finish one `start` sent); never raises for network trouble:
-        the Response says what failed."""
+        the Response says what failed. `track`, when given, gets the Response appended as soon
+        as the request is written (a watcher reads its first byte while it is in flight)."""
         for attempt in (0, 1):
             if started is None:
                 started = self.start(data)
@@ -278,6 +280,8 @@ class Pool:
                     started = (conn, *conn.send(data))
             conn, resp, done = started
             started = None
+            if track is not None:
+                track.append(resp)
             reused = conn.used > 1 or conn.prewarmed
             try:
                 if timeout_s is None:

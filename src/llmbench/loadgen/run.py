@@ -42,7 +42,7 @@ async def run_load(ep: Endpoint, requests: list[bytes], schedule: Schedule, *,
     """`driver(pool, t0, sent)`, when given, sends the requests itself (conversations build
     each turn from the last answer) inside the same measured set-up. `watch` (open loop, a
     capacity.PointWatch) may end the point early: no more arrivals, requests in flight
-    cancelled (counted in `watch.cancelled`). `start_at()`, when given, is called once the
+    cancelled (counted in `watch.cancelled`, each judged late or unknown). `start_at()`, when given, is called once the
     connections are open and returns the perf_counter time at which to start (workers.py: all
     worker processes start on one t0)."""
     pool = Pool(ep)
@@ -82,6 +82,22 @@ async def run_load(ep: Endpoint, requests: list[bytes], schedule: Schedule, *,
                       prompts_reused=driver is None and total > n_req)
 
 
+async def warm_up(ep: Endpoint, requests: list[bytes], timeout_s: float | None = 300.0) -> dict:
+    """Send `requests` one after another before a point's clock starts (first-request costs:
+    CUDA graphs captured on demand, allocator growth, caches); nothing of them is measured.
+    Returns how many were sent, how many failed, and how long they took."""
+    pool = Pool(ep)
+    t = time.perf_counter()
+    failed = 0
+    try:
+        for req in requests:
+            resp = await pool.request(req, timeout_s)
+            failed += bool(resp.error or resp.status != 200 or not resp.complete)
+    finally:
+        pool.close()
+    return {"requests": len(requests), "failed": failed, "duration_s": time.perf_counter() - t}
+
+
 async def _closed(pool: Pool, requests, schedule: Schedule, t0: float, timeout_s, sent) -> None:
     n = schedule.num_prompts
     deadline = t0 + schedule.duration_s if schedule.duration_s else None
@@ -116,13 +132,18 @@ async def _open(pool: Pool, requests, schedule: Schedule, t0: float, timeout_s, 
     tasks = []
 
     async def one(i: int, t_sched: float):
+        box = None
+        if watch is not None:   # the watch judges a request cancelled in flight by its Response
+            box = []
+            watch.live[i] = (t_sched, box)
         if sem is None:
-            resp = await pool.request(requests[i % len(requests)], timeout_s)
+            resp = await pool.request(requests[i % len(requests)], timeout_s, track=box)
         else:
             async with sem:
-                resp = await pool.request(requests[i % len(requests)], timeout_s)
+                resp = await pool.request(requests[i % len(requests)], timeout_s, track=box)
         sent.append(Sent(i, t_sched, resp))
         if watch is not None:
+            del watch.live[i]
             watch.on_done(resp, t_sched)
 
     for i, offset in enumerate(schedule.arrivals()):
@@ -136,7 +157,7 @@ async def _open(pool: Pool, requests, schedule: Schedule, t0: float, timeout_s, 
         if watch is not None:
             if watch.stop_reason:
                 break
-            watch.on_send(t_sched)
+            watch.on_send(t_sched, time.perf_counter())
         tasks.append(asyncio.ensure_future(one(i, t_sched)))
     if watch is None:
         await asyncio.gather(*tasks)
@@ -144,9 +165,12 @@ async def _open(pool: Pool, requests, schedule: Schedule, t0: float, timeout_s, 
     pending = {t for t in tasks if not t.done()}
     while pending and not watch.stop_reason:
         _, pending = await asyncio.wait(pending, timeout=0.05)
+    # Let every task just created reach its send (and its place in watch.live) first.
+    await asyncio.sleep(0)
+    pending = {t for t in pending if not t.done()}
+    watch.judge_cancelled(time.perf_counter())   # sets watch.cancelled (= len(pending))
     for t in pending:
         t.cancel()
-    watch.cancelled = len(pending)
     await asyncio.gather(*pending, return_exceptions=True)
 
 

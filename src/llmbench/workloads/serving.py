@@ -23,7 +23,7 @@ from llmbench.loadgen.client import RequestSpec, encode_request, interpret
 from llmbench.loadgen.conversations import conversation_driver
 from llmbench.loadgen.http import Endpoint
 from llmbench.loadgen.preflight import check_server, normalize_url
-from llmbench.loadgen.run import LoadResult, run_load, run_sync
+from llmbench.loadgen.run import LoadResult, run_load, run_sync, warm_up
 from llmbench.loadgen.server_metrics import Scraper
 from llmbench.loadgen.schedule import Schedule
 from llmbench.measure.redact import redact_args
@@ -77,6 +77,8 @@ class ServingSession:
         self.offsets = [sum(counts[:k]) for k in range(len(counts))]
         self.counts = counts
         self.served = cfg.served_model or (listed[0] if listed else cfg.model)
+        # Warm-up prompts: their own (another seed), so no measured prompt is cached by them.
+        self.warmup_specs = _warmup_specs(cfg, self.tok, self.specs) if cfg.warmup_requests else []
         try:
             ref = resolve(cfg.model)
             self.model = ModelInfo(name=ref.name, source=ref.source, params=ref.params,
@@ -119,7 +121,7 @@ class ServingSession:
         if self.progress:
             self.progress(sch.label())
         res, metrics, serving, notes = _measure(self.cfg, self.target, self.url, self.served, sch,
-                                                mine, self.tok, self.meter, watch)
+                                                mine, self.tok, self.meter, watch, self.warmup_specs)
         rec = self.record(key, run_id, sch, mine, len(res.sent))
         if search is not None:
             rec.workload.update(find_max_rate=True, slo_fraction=self.cfg.slo_fraction,
@@ -150,20 +152,23 @@ class ServingSession:
             watch = PointWatch(n, cfg.slo, cfg.slo_fraction)
             rec = self._point(key, run_id, sch, specs[k * n:(k + 1) * n], watch, {"point": k})
             met = rec.serving["slo_met_fraction"]
-            meets = watch.stop_reason == "under" or (
-                watch.stop_reason is None and met is not None and met >= cfg.slo_fraction)
-            search.add(rate, meets, met, watch.stop_reason)
+            meets = watch.verdict() if watch.stop_reason else (met is not None and met >= cfg.slo_fraction)
+            search.add(rate, meets, met, watch.stop_reason, side=watch.side)
             rec.serving["capacity_search"] = search.result()
+            rec.serving["point_watch"] = _watch_view(watch, rec.serving)
             if watch.stop_reason and (watch.cancelled or rec.serving["requests"] < n):
                 rec.notes.append(f"stopped early after {rec.serving['requests']} of {n} requests "
-                                 f"({watch.cancelled} in flight cancelled): {watch.describe()}")
+                                 f"({watch.cancelled} in flight cancelled: {watch.cancelled_late} "
+                                 f"already late, {watch.cancelled_unknown} unknown): {watch.describe()}")
             yield rec
             k += 1
 
 
 def _measure(cfg: ServeConfig, target: Target, url: str, served: str, sch: Schedule,
-             mine: list[RequestSpec], tok, meter, watch=None) -> tuple[LoadResult, dict, dict, list[str]]:
-    """One load point: send, with the server's /metrics scraped meanwhile, then read."""
+             mine: list[RequestSpec], tok, meter, watch=None,
+             warmup: list[RequestSpec] = ()) -> tuple[LoadResult, dict, dict, list[str]]:
+    """One load point: warm-up requests (unmeasured, before the scrape and energy windows),
+    then send, with the server's /metrics scraped meanwhile, then read."""
     ep = Endpoint.parse(url)
 
     def encode(spec: RequestSpec) -> bytes:
@@ -174,6 +179,8 @@ def _measure(cfg: ServeConfig, target: Target, url: str, served: str, sch: Sched
     driver = conversation_driver(mine, cfg.turns, sch.concurrency, cfg.think_time_s,
                                  cfg.timeout_s, encode, used) if cfg.turns > 1 else None
     reqs = [] if driver else [encode(s) for s in mine]
+    warm = run_sync(warm_up(ep, [encode(w) for w in warmup], cfg.timeout_s), cfg.use_uvloop) \
+        if warmup else None
     scraper = Scraper(url, cfg.metrics_interval_s, target.api_key) if cfg.server_metrics else None
     if scraper:
         scraper.start()
@@ -194,14 +201,51 @@ def _measure(cfg: ServeConfig, target: Target, url: str, served: str, sch: Sched
                   for s in res.sent]
     outcomes = [interpret(s.resp, s.t_sched, sp, tok.count) for s, sp in zip(res.sent, sent_specs)]
     metrics, serving, notes = summarize_point(outcomes, res, cfg, tok, win.energy_j)
+    if warm is not None:
+        serving["warmup"] = warm
+        if warm["failed"]:
+            notes.append(f"{warm['failed']} of {warm['requests']} warm-up request(s) failed")
+    # Cancelled by an early stop: a miss only if already late; the others are unknown.
     serving["slo_met_fraction"] = slo_met_fraction(outcomes, cfg.slo,
-                                                   watch.cancelled if watch else 0)
+                                                   watch.cancelled_late if watch else 0)
+    if watch is not None and watch.cancelled_unknown and cfg.slo:
+        judged = len(outcomes) + watch.cancelled_late
+        met = (serving["slo_met_fraction"] or 0.0) * judged
+        total = judged + watch.cancelled_unknown
+        serving["slo_unknown_requests"] = watch.cancelled_unknown
+        serving["slo_met_fraction_bounds"] = [met / total, (met + watch.cancelled_unknown) / total]
     if driver:
         by_turn(outcomes, [s.index % cfg.turns for s in res.sent], cfg.turns, metrics, serving)
     server_view(scraper.summary(res.t_start) if scraper else
                 {"available": False, "reason": "not asked (--no-server-metrics)"},
                 metrics, serving, notes)
     return res, metrics, serving, notes
+
+
+def _watch_view(watch, serving: dict) -> dict:
+    """What the point's early stop rested on, for the record; a server saturation verdict is
+    set beside the server's own queue where its metrics exist."""
+    v = {"stop": watch.stop_reason, "side": watch.side, "evidence": watch.evidence,
+         "cancelled": watch.cancelled, "cancelled_late": watch.cancelled_late,
+         "cancelled_unknown": watch.cancelled_unknown}
+    gauges = (serving.get("server_metrics") or {}).get("gauges") or {}
+    if "requests_waiting" in gauges:
+        w = gauges["requests_waiting"]
+        v["server_queue"] = {"requests_waiting_max": w.get("max"),
+                             "requests_running_max": (gauges.get("requests_running") or {}).get("max")}
+        if watch.side == "server" and not w.get("max"):
+            v["server_queue"]["note"] = (
+                "the engine's own queue stayed empty: what grew was its running batch (up to "
+                "requests_running_max) or ahead of the engine (HTTP front end, tokenizer)")
+    return v
+
+
+def _warmup_specs(cfg: ServeConfig, tok, specs: list[RequestSpec]) -> list[RequestSpec]:
+    """`cfg.warmup_requests` synthetic prompts of the point's mean lengths."""
+    mean_in = max(1, round(sum(s.prompt_len for s in specs) / len(specs)))
+    mean_out = max(1, round(sum(s.output_len for s in specs) / len(specs)))
+    return synthetic_prompts(tok, cfg.warmup_requests, LengthDist(a=mean_in), LengthDist(a=mean_out),
+                             0.0, cfg.seed + 7919)
 
 
 def _as_sent(spec: RequestSpec, tok) -> RequestSpec:
@@ -301,6 +345,7 @@ def _workload(cfg: ServeConfig, sch: Schedule, specs: list[RequestSpec], request
         "output_len_dist": str(cfg.output_len) if cfg.output_len else (source if own_lens else "32"),
         "dataset": str(cfg.dataset) if cfg.dataset else ("trace" if cfg.trace else "synthetic"),
         "shared_prefix": cfg.shared_prefix, "api": cfg.api, "warmup": cfg.warmup,
+        "warmup_requests": cfg.warmup_requests,
         "cooldown": cfg.cooldown, "slo": ",".join(f"{k}={v:g}" for k, v in cfg.slo.items()) or None,
         "force_output": cfg.force_output, "seed": cfg.seed, "timeout_s": cfg.timeout_s,
         "batch_size": None,

@@ -80,6 +80,7 @@ class ServeConfig(BaseModel):
     num_prompts: int | None = Field(None, ge=1)
     duration_s: float | None = Field(None, gt=0)
     warmup: str = "0"                           # seconds, or "10%" of the run
+    warmup_requests: int = Field(2, ge=0)       # sent one by one before each point, unmeasured
     cooldown: str = "0"
     slo: dict[str, float] = Field(default_factory=dict)
     find_max_rate: bool = False                 # search the highest rate meeting the SLOs

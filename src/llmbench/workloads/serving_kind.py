@@ -62,7 +62,8 @@ class ServePoint(BaseModel):
     @property
     def key(self) -> str:
         # the config as a whole: a level's prompts are its slice of a pool sized by all levels
-        cfg = self.cfg.model_dump(mode="json", exclude={"use_uvloop", "metrics_interval_s"})
+        # (nor how many warm-up requests went first: a point measured after 0 or 2 is one point)
+        cfg = self.cfg.model_dump(mode="json", exclude={"use_uvloop", "metrics_interval_s", "warmup_requests"})
         return hashlib.sha256(json.dumps([self.target.identity(), cfg, self.index, self.search],
                                          sort_keys=True, default=str).encode()).hexdigest()[:16]
 

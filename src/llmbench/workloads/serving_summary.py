@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from llmbench.loadgen.bunching import itl_fidelity
 from llmbench.loadgen.client import Outcome
 from llmbench.loadgen.run import LoadResult
 from llmbench.workloads.serving_config import ServeConfig, parse_window
@@ -51,6 +52,13 @@ def summarize_point(outcomes: list[Outcome], res: LoadResult, cfg: ServeConfig, 
         metrics["client_cpu_s_per_token"] = summarize([sc.cpu_s / out_tokens], "s/tok",
                                                       keep_samples=False)
     notes += sc.warnings()
+    fidelity = itl_fidelity(outcomes, sc.lag_p99_s() if sc.lags_s else None)
+    if fidelity:   # the same flag on the metric as an imported ITL's (importers/common.py)
+        for k in ("itl_s", "all_itl_s"):   # never shown as the server's (loadgen/bunching.py)
+            if k in metrics:
+                metrics[k].client_limited = fidelity["client_limited"]
+    if fidelity and fidelity["client_limited"]:
+        notes.append("ITL is client-limited, not the server's: " + "; ".join(fidelity["reasons"]))
 
     reasoning_metrics(ok, tok, metrics)
 
@@ -106,6 +114,7 @@ def summarize_point(outcomes: list[Outcome], res: LoadResult, cfg: ServeConfig, 
                    "cpu_util": sc.cpu_util, "loop_lag_p99_s": sc.lag_p99_s(),
                    "bottleneck": bool(sc.warnings()), "connections_opened": res.connections_opened,
                    "processes": sc.processes, "busiest_cpu_util": sc.busiest_cpu_util},
+        "itl_fidelity": fidelity,
     }
     energy_per_token(energy_j, serving["output_tokens"], serving["prompt_tokens"], metrics)
     return metrics, serving, notes
@@ -170,8 +179,9 @@ def by_turn(outcomes: list[Outcome], turn_of: list[int], turns: int, metrics: di
 
 
 def slo_met_fraction(outcomes: list[Outcome], slo: dict[str, float], cancelled: int = 0) -> float | None:
-    """Of all requests of the point (failed and cancelled ones count as missing), the fraction
-    that met every SLO; None without SLOs."""
+    """Of the point's judged requests (failed ones and the `cancelled` ones -- cancelled by an
+    early stop when already late -- count as missing), the fraction that met every SLO; None
+    without SLOs."""
     from llmbench.metrics import meets_slo
 
     total = len(outcomes) + cancelled
