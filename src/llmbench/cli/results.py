@@ -26,10 +26,12 @@ METRIC_COLUMNS = {
     "tokens_per_s_mean": "train tok/s", "tflops_mean": "TFLOP/s", "mfu_mean": "MFU",
     "roofline_efficiency_output_throughput_tok_s": "efficiency",
     "roofline_efficiency_tokens_per_s": "efficiency (train)",
+    # the hardware's own reading beside the model's efficiency (measure/gpm.py)
+    "gpu_dram_bw_util_pct": "DRAM util %",
 }
 # Flags the default table adds when any row raises them: a contended point (other work shared
 # the machine while it was measured, measure/contention) must never pass as clean.
-FLAG_COLUMNS = ("contended",)
+FLAG_COLUMNS = ("contended", "throttled")  # throttled: measure/gpm.py
 # Beyond the configuration that tells rows apart, what the default table shows when rows have it.
 TABLE_COLUMNS = (*METRIC_COLUMNS, *FLAG_COLUMNS)
 SHORT = {"batch_size": "batch", "input_len": "in", "output_len": "out", "concurrency": "conc",
