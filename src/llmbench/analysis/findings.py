@@ -305,7 +305,7 @@ def f_io(st: Study, own: Own) -> Finding:
         why = "needs vLLM LLaMA-3-8B at batch 1, in/out 1024/128 and 128/1024 (campaign part findings-vllm)"
     return Finding("io-asymmetry", "Input/output {1024, 128} vs {128, 1024} (latency of the mirror)",
                    "14.6x (A100, TRT-LLM)", s, o, v,
-                   why + f" The study's 14.6x is the data's (2048, 128) pair ({_x(s[1].value)}); its "
+                   why.rstrip(".") + f". The study's 14.6x is the data's (2048, 128) pair ({_x(s[1].value)}); its "
                    f"(1024, 128) pair is {_x(s[0].value)}.")
 
 
