@@ -99,7 +99,7 @@ def plan(part: str, results: str) -> list[Step]:
     if part == "gpu-tests":
         return [("the gpu-marked tests of the GPU engines",
                  [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider",
-                  "tests/backends/test_gpu_engines.py"], 150, "pytest")]
+                  "tests/backends/test_gpu_engines.py", "tests/measure/test_gpm_gpu.py"], 150, "pytest")]
     if part == "transformers":
         fast = ["-o", "kv_cache=static", "-o", "compile=true"]
         return [

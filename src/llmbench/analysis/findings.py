@@ -134,6 +134,18 @@ class Own:
         return ", ".join(hs) or "no own records"
 
 
+def _needed():
+    import pyarrow as pa
+
+    ints = ("hardware_count", "batch_size", "input_len", "output_len", "n_batch", "tensor_parallel",
+            "pipeline_parallel", "expert_parallel", "kv_block_size", "source_row")
+    strs = ("hardware", "backend", "model", "weight_dtype", "kv_cache_dtype", "kv_cache", "speculative_model",
+            "ttft_definition", "source", "in_files", "status", "kind")
+    floats = (THR, EFF, BOUND, LAT, "roofline_efficiency_batch_latency_s")
+    return {**{c: pa.int64 for c in ints}, **{c: pa.string for c in strs}, **{c: pa.float64 for c in floats},
+            "context_overflow": pa.bool_}
+
+
 class Study:
     """The imported reference records, queried as docs/reproducing-llm-inference-bench.md does."""
 
@@ -142,6 +154,13 @@ class Study:
 
         from llmbench.analysis.claims import BASE
 
+        import pyarrow as pa
+
+        # a store whose study records lack a column the queries name (a partial import, a few
+        # hand-made records) reads it as NULL, never fails
+        for name, typ in _needed().items():
+            if name not in table.column_names:
+                table = table.append_column(name, pa.nulls(table.num_rows, typ()))
         self.con = duckdb.connect()
         self.con.register("records", table)
         self.base = BASE

@@ -25,6 +25,8 @@ def compute(results: Path | str, reference: Path | str | None = None):
         return F.load(results, reference), None
     except LLMBenchError as e:
         return None, str(e).replace("invalid input:\n", "").strip()
+    except Exception as e:  # a view never takes the report or the dashboard down with it
+        return None, f"the findings could not be computed over this store: {type(e).__name__}: {e}"
 
 
 def findings_rows(fs) -> list[dict[str, str]]:

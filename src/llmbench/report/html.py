@@ -288,13 +288,20 @@ def write_report(results: Path | str, out: Path | str, png: bool = True) -> Repo
     # points measured while other work shared the machine (env.contention): their numbers are
     # suspect, so the report counts and names them rather than letting them pass as clean
     contended = d.df[d.df["contended"].fillna(False).astype(bool)] if "contended" in d.df else d.df.iloc[:0]
+    # points whose GPU clocks were held down (power, thermal; measure/gpm.py): as suspect
+    throttled = d.df[d.df["throttled"].fillna(False).astype(bool)] if "throttled" in d.df else d.df.iloc[:0]
     cards = "".join(f"<div class='card'><b>{v}</b><span>{k}</span></div>" for k, v in (
         ("records", c["records"]), ("own", c["own"]), ("reference", c["reference"]),
-        ("hardware", n_hw), ("engines", n_eng), ("failed / skipped", failed), ("contended", len(contended))))
+        ("hardware", n_hw), ("engines", n_eng), ("failed / skipped", failed), ("contended", len(contended)),
+        ("throttled", len(throttled))))
     if len(contended):
         names = ", ".join(html.escape(str(k)) for k in contended["point_key"].fillna("?").head(20))
         cards += (f"<p class='contended'>{len(contended)} point(s) were measured while other work shared "
                   f"the machine (see each record's env.contention): {names}</p>")
+    if len(throttled):
+        names = ", ".join(html.escape(str(k)) for k in throttled["point_key"].fillna("?").head(20))
+        cards += (f"<p class='contended'>{len(throttled)} point(s) were measured while the GPU throttled "
+                  f"its clocks (see each record's hardware_counters): {names}</p>")
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     page = f"""<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
 <title>llmbench report</title><meta name="viewport" content="width=device-width,initial-scale=1">
