@@ -91,8 +91,13 @@ def test_batch_scaling_from_the_raw_csv_and_own_records(ref_table, tmp_path):
     s1024 = main_thr("Nvidia A100 GPU", 1, "vLLM", "llama-3-8b", 1024, 64) / \
         main_thr("Nvidia A100 GPU", 1, "vLLM", "llama-3-8b", 1024, 1)
     rows = own_rows(tmp_path, [rec(b=64, i=2048, o=2048, thr=9828.0, eff=0.73, dram=80.0),
-                               rec(b=1, i=2048, o=2048, thr=395.0, eff=0.64, dram=40.0)])
+                               rec(b=1, i=2048, o=2048, thr=395.0, eff=0.64, dram=40.0),
+                               # another machine's batch-1 point: never paired with the H200's
+                               rec(b=1, i=2048, o=2048, thr=100.0, eff=0.6, hw="NVIDIA A10")])
     f = by_key(F.findings(ref_table, rows))["batch-64-vs-1"]
+    assert f.own[0].hardware == "NVIDIA H200"
+    a10 = by_key(F.findings(ref_table, rows, hardware="NVIDIA A10"))["batch-64-vs-1"]
+    assert a10.own[0].value is None and a10.verdict == "not measured"
     assert f.study[0].value == pytest.approx(s2048) and f.study[1].value == pytest.approx(s1024)
     own = 9828.0 / 395.0
     assert f.own[0].value == pytest.approx(own)

@@ -107,10 +107,17 @@ def own_rows(rows: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 class Own:
-    """Lookup over the user's records: the newest ok record of a configuration."""
+    """Lookup over the user's records of one hardware (a ratio never mixes two machines): the
+    newest ok record of a configuration. Default hardware: the one with the most ok records."""
 
-    def __init__(self, rows: list[dict[str, Any]]):
-        self.rows = rows
+    def __init__(self, rows: list[dict[str, Any]], hardware: str | None = None):
+        from collections import Counter
+
+        if hardware is None:
+            n = Counter(r.get("hardware") for r in rows if r.get("status") == "ok" and r.get("hardware"))
+            hardware = n.most_common(1)[0][0] if n else None
+        self.name = hardware
+        self.rows = [r for r in rows if hardware is None or r.get("hardware") == hardware]
 
     def find(self, *, failed: bool = False, **want) -> dict[str, Any] | None:
         hits = []
@@ -130,8 +137,7 @@ class Own:
         return max(hits, key=lambda r: r.get("created_at") or "") if hits else None
 
     def hardware(self) -> str:
-        hs = sorted({r.get("hardware") for r in self.rows if r.get("hardware")})
-        return ", ".join(hs) or "no own records"
+        return self.name or "no own records"
 
 
 def _needed():
@@ -550,10 +556,11 @@ FINDINGS: list[Callable[[Study, Own], Finding]] = [f_batch, f_io, f_block, f_qua
                                                    f_parallel, f_models]
 
 
-def findings(reference_table, own_records: list[dict[str, Any]]) -> list[Finding]:
+def findings(reference_table, own_records: list[dict[str, Any]], hardware: str | None = None) -> list[Finding]:
     """Every finding: the study's side from the imported reference table (an Arrow table of flat
-    rows, kind 'reference'), the user's from their flat rows."""
-    st, own = Study(reference_table), Own(own_rows(own_records))
+    rows, kind 'reference'), the user's from their flat rows (of `hardware`, default the one
+    with the most records)."""
+    st, own = Study(reference_table), Own(own_rows(own_records), hardware)
     out = []
     for f in FINDINGS:
         x = f(st, own)
@@ -562,7 +569,7 @@ def findings(reference_table, own_records: list[dict[str, Any]]) -> list[Finding
     return out
 
 
-def load(results, reference=None) -> list[Finding]:
+def load(results, reference=None, hardware: str | None = None) -> list[Finding]:
     """From stores: `reference` (default `results`) holds the imported study (llmbench import
     llm-inference-bench), `results` the user's records."""
     from llmbench.store.store import Store
@@ -573,7 +580,7 @@ def load(results, reference=None) -> list[Finding]:
     if ref.num_rows == 0:
         raise SpecError([("--reference", f"no study records in {reference or results}: run `llmbench "
                           "import llm-inference-bench DIR` or pass the published data directory")])
-    return findings(ref, record_rows(d for _, d in Store(results).raw()))
+    return findings(ref, record_rows(d for _, d in Store(results).raw()), hardware)
 
 
 # -- text -------------------------------------------------------------------------------------

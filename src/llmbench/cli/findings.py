@@ -22,6 +22,9 @@ def findings(
     reference: Optional[Path] = typer.Option(
         None, "--reference", help="the study: an imported results directory (llmbench import "
         "llm-inference-bench) or the published data directory itself; default: --results"),
+    hardware: Optional[str] = typer.Option(None, "--hardware", help="whose records (the hardware name "
+                                           "as `llmbench results` shows it); default: the one with "
+                                           "the most records"),
     format: str = typer.Option("text", "--format", help="text | markdown | json"),
 ) -> None:
     """Each of LLM-Inference-Bench's findings: the published figure, the same quantity from the
@@ -34,7 +37,7 @@ def findings(
     for name, p in (("--results", results), ("--reference", reference)):
         if p is not None and not p.is_dir():
             raise SpecError([(name, f"{p} is not a directory")])
-    fs = fmod.load(results, reference)
+    fs = fmod.load(results, reference, hardware)
     if format == "json":
         sys.stdout.write(json.dumps([f.as_dict() for f in fs], indent=1, default=str) + "\n")
     elif format == "markdown":
