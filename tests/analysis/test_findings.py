@@ -140,6 +140,9 @@ def test_block_size_refusal_is_the_engines_answer(ref_table, tmp_path):
     assert f.verdict == "holds" and "block_size not supported" in f.reason
     assert f"span {(17200 / 16900 - 1) * 100:.1f}%" in f.reason
     assert any(p.get("label") == "block 8" and "block_size not supported" in p["refused"] for p in f.own[0].parts)
+    # vLLM's default block alone says nothing about block sizes
+    only16 = by_key(F.findings(ref_table, own_rows(tmp_path / "one", [rec(b=64, thr=17000.0, eff=0.59)])))
+    assert only16["kv-block-size"].verdict == "not measured"
 
 
 @needs_ref
@@ -193,7 +196,7 @@ def test_counter_checks_both_ways_and_absent():
                            {"label": "c", "efficiency": 0.7, "dram_bw_util_pct": None}])
     assert "agree" in cs[0] and "DISAGREE" not in cs[0]
     assert "DISAGREE" in cs[1] and "more bytes" in cs[1]
-    assert "not in the record" in cs[2]
+    assert "not in the record" in cs[2] and "c 70%" in cs[2]
 
 
 @needs_ref

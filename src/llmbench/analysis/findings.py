@@ -259,14 +259,13 @@ def counter_checks(parts: Iterable[dict[str, Any]]) -> list[str]:
     """The hardware's DRAM-utilisation counter beside the model's efficiency, per own record:
     both are the share of peak HBM bandwidth when the bound is memory's; where they part by more
     than COUNTER_GAP, say so and which way."""
-    out = []
+    out, missing = [], []
     for p in parts:
         e, d = p.get("efficiency"), p.get("dram_bw_util_pct")
         if e is None:
             continue
         if d is None:
-            out.append(f"{p['label']}: roofline {_pct(e)}; DRAM counter not in the record "
-                       "(CPU, an older GPU, or a record from before the counters)")
+            missing.append(f"{p['label']} {_pct(e)}")
             continue
         gap = d / 100 - e
         if abs(gap) <= COUNTER_GAP:
@@ -278,6 +277,9 @@ def counter_checks(parts: Iterable[dict[str, Any]]) -> list[str]:
         else:
             out.append(f"{p['label']}: roofline {_pct(e)}, DRAM busy {d:.0f}%: DISAGREE, fewer bytes "
                        "reached DRAM than the model counts (cache hits, or time outside the kernels)")
+    if missing:
+        out.append("roofline " + ", ".join(missing) + ": DRAM counter not in the record (CPU, an older "
+                   "GPU, or a record from before the counters)")
     return out
 
 
@@ -370,9 +372,11 @@ def f_block(st: Study, own: Own) -> Finding:
     if found:
         words.append(f"blocks {', '.join(map(str, sorted(found)))} span {spread * 100:.1f}%, best "
                      f"{best}" + (": 16 and above are alike, as in the study" if spread < 0.05 else ""))
-    v = "holds" if found and spread < 0.05 else "differs" if found else "cannot run here"
-    if refused and found and v == "holds":
-        v = "holds"  # the part that can run holds; the 16-vs-8 ratio cannot be measured here
+    if len(found) < 2:   # one block size says nothing about block sizes
+        v = "cannot run here" if refused else "not measured"
+        words.append("the other block sizes need campaign part findings-models")
+    else:  # the part that can run; the 16-vs-8 ratio cannot be measured where 8 is refused
+        v = "holds" if spread < 0.05 else "differs"
     return Finding("kv-block-size", "KV-cache block size",
                    "16 and above best on A100; at batch 64 block 16 is 1.27x block 8", s, o, v,
                    "; ".join(words) + f". The data's 16/8 ratio is {_x(s[0].value)} (io 1024).")
