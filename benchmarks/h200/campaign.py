@@ -8,7 +8,8 @@ set up by `benchmarks/h200/setup.sh` (docs/gpu-campaign.md has the whole recipe)
 
     python3 benchmarks/h200/campaign.py PART [PART ...] --out DIR [--budget-s 540] [--dry-run]
 
-PART: vllm | llamacpp | llamacpp-long | serve | capacity | gpu-tests | transformers | list. Steps run in priority order;
+PART: vllm | llamacpp | llamacpp-long | serve | capacity | gpu-tests | transformers |
+findings-vllm | findings-models | findings-llamacpp (the study's findings) | list. Steps run in priority order;
 one that would start past the budget, or whose engine is missing, is skipped and written with its
 reason to DIR/skipped-PART.txt, never silently dropped. Records land in DIR/records-PART.tgz.
 """
@@ -108,7 +109,7 @@ def plan(part: str, results: str) -> list[Step]:
     if part == "gpu-tests":
         return [("the gpu-marked tests of the GPU engines",
                  [sys.executable, "-m", "pytest", "-q", "-m", "gpu", "-p", "no:cacheprovider",
-                  "tests/backends/test_gpu_engines.py"], 150, "pytest")]
+                  "tests/backends/test_gpu_engines.py", "tests/measure/test_gpm_gpu.py"], 150, "pytest")]
     if part == "transformers":
         fast = ["-o", "kv_cache=static", "-o", "compile=true"]
         return [
@@ -121,10 +122,70 @@ def plan(part: str, results: str) -> list[Step]:
                           "--input-len", "2048", "--output-len", "2048", "--warmups", "1",
                           "--repeats", "2", *R), 150, "torch"),
         ]
+    if part in FINDINGS_PARTS:
+        return findings_plan(part, results)
     raise SystemExit(f"unknown part {part!r}")
 
 
-PARTS = ("vllm", "llamacpp", "llamacpp-long", "serve", "capacity", "gpu-tests", "transformers")
+# -- the study's findings re-tested on the H200 (issue 20; `llmbench findings` reads the records) --
+# vLLM with its default CUDA graphs (the FP8 finding needs them: eager FP8 was slower than bf16);
+# in/out 128 unless the finding names other lengths. One engine start per configuration costs
+# 60-150 s (compile + graph capture; vLLM's compile cache under ~/.cache/vllm is reused by later
+# steps on the same warm machine), so each step is one configuration and the steps are ordered
+# by value. A configuration the engine refuses (block size 8: "block_size not supported" by every
+# attention backend of vLLM 0.26 on Hopper) becomes a failed record carrying the engine's own
+# message (launch/isolated.py), never a crash of the sweep.
+FINDINGS_PARTS = ("findings-vllm", "findings-models", "findings-llamacpp")
+F_SHORT = ["--input-len", "128", "--output-len", "128", "--warmups", "1", "--repeats", "3"]
+
+
+def findings_plan(part: str, results: str) -> list[Step]:
+    R = ["--results", results]
+    vllm = ["--backend", "vllm", "--dtype", "bf16"]
+    if part == "findings-vllm":   # one 10-minute call, ~420 s
+        return [
+            ("FP8 weights (vLLM quantization=fp8), LLaMA-3-8B, batch 1 and 64, CUDA graphs",
+             llmbench_run(*vllm, "-o", "weight_quant=fp8", "--batch-size", "1,64", *F_SHORT, *R), 120, "vllm"),
+            ("FP8 KV cache (kv_cache_dtype=fp8), LLaMA-3-8B, batch 1 and 64, CUDA graphs",
+             llmbench_run(*vllm, "-o", "kv_cache_dtype=fp8", "--batch-size", "1,64", *F_SHORT, *R), 100, "vllm"),
+            # the bf16 baseline on the same machine, at vLLM's default KV block (16, recorded as
+            # kv_block_size), with the input/output mirrors (1024/128 vs 128/1024) in the same engine
+            ("bf16 baseline, batch 1 and 64 x in 128/1024 x out 128/1024 (the mirror pairs)",
+             llmbench_run(*vllm, "--batch-size", "1,64", "--input-len", "128,1024", "--output-len", "128,1024",
+                          "--warmups", "1", "--repeats", "2", *R), 200, "vllm"),
+        ]
+    if part == "findings-models":  # a second call, ~540 s; Qwen2 and Mixtral last, optional
+        short64 = ["--batch-size", "64", *F_SHORT]
+        mml = ["-B", "vllm.max_model_len=1024"]
+        return [
+            ("LLaMA-3-70B in FP8 weights on one H200 (bf16 does not fit), batch 1 and 64",
+             llmbench_run(*vllm, "-o", "weight_quant=fp8", "-B", "vllm.gpu_memory_utilization=0.92", *mml,
+                          "--batch-size", "1,64", *F_SHORT, *R, model="llama-3-70b"), 200, "vllm"),
+            ("GQA vs MHA: LLaMA-2-7B (MHA), batch 64",
+             llmbench_run(*vllm, *mml, *short64, *R, model="llama-2-7b"), 90, "vllm"),
+            ("GQA vs MHA: Mistral-7B, batch 64",
+             llmbench_run(*vllm, *mml, *short64, *R, model="mistral-7b"), 90, "vllm"),
+            ("KV block size 8 (the engine's refusal is recorded), 32, 64; LLaMA-3-8B batch 64",
+             llmbench_run(*vllm, "-o", "kv_block_size=8,32,64", *short64, *R), 160, "vllm"),
+            ("GQA vs MHA: Qwen2-7B, batch 64",
+             llmbench_run(*vllm, *mml, *short64, *R, model="qwen2-7b"), 90, "vllm"),
+            ("optional: Mixtral-8x7B bf16 (~94 GB of weights), batch 1 and 64",
+             llmbench_run(*vllm, *mml, "--batch-size", "1,64", *F_SHORT, *R, model="mixtral-8x7b"), 200, "vllm"),
+        ]
+    if part == "findings-llamacpp":  # llama.cpp's 8-bit beside vLLM's FP8: ~200 s
+        fa = ["-B", "llamacpp.flash_attn=true"]
+        return [
+            ("GGUF files: random-weight F16, then Q8_0 by llama.cpp's quantiser",
+             [sys.executable, "-m", "llmbench", "models", "path", MODEL, "--format", "gguf",
+              "--gguf-type", "q8_0"], 60, "llama_cpp"),
+            ("llama.cpp Q8_0 and F16, batch 1 and 64, in/out 128",
+             llmbench_run("--backend", "llamacpp", "--batch-size", "1,64", *F_SHORT, *fa,
+                          "-B", "llamacpp.gguf_type=q8_0,f16", *R), 140, "llama_cpp"),
+        ]
+    raise SystemExit(f"unknown part {part!r}")
+
+
+PARTS = ("vllm", "llamacpp", "llamacpp-long", "serve", "capacity", "gpu-tests", "transformers", *FINDINGS_PARTS)
 
 
 def have(module: str) -> bool:

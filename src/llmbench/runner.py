@@ -17,6 +17,8 @@ from llmbench.launch.kind import PointKind
 from llmbench.launch.pipeline import (SweepResult, resume_run_id, stored_count)  # noqa: F401 - the CLI's
 from llmbench.measure import env as envmod
 from llmbench.measure.contention import ContentionWatch, WatchedMeter
+from llmbench.measure.gpm import CountedMeter, CounterWatch
+from llmbench.measure.gpm import attach as gpm_attach
 from llmbench.measure.power import open_meter
 from llmbench.measure.stats import summarize
 from llmbench.models.sources import ModelRef, resolve
@@ -140,7 +142,8 @@ def run_point(backend, point: Point, rec: Record, on_repeat=None) -> Record:
     from llmbench.workloads.perplexity import run_perplexity
 
     watch = ContentionWatch.for_device(point.device, backend.device_count())
-    meter = WatchedMeter(open_meter(point.device, backend.device_count()), watch)
+    meter = CountedMeter(WatchedMeter(open_meter(point.device, backend.device_count()), watch),
+                         CounterWatch.for_device(point.device, backend.device_count()))
     if point.workload == "perplexity":
         metrics, notes = run_perplexity(backend, point, meter)
     else:
@@ -148,6 +151,7 @@ def run_point(backend, point: Point, rec: Record, on_repeat=None) -> Record:
     rec.power = meter.describe()  # after the windows: it names the method they actually used
     rec.metrics.update(metrics)
     rec.notes.extend(notes)
+    gpm_attach(rec, meter.take())
     rec.env["contention"] = contention = watch.result()
     if contention["contended"]:
         rec.notes.append("contended: " + "; ".join(contention["reasons"]))

@@ -61,6 +61,8 @@ def test_two_concurrencies_give_two_records_with_all_metrics(tmp_path, capsys):
         assert r.workload["input_len"] == 16 and r.workload["output_len"] == 8
         assert r.backend.options["served_model"] == "fault-model"   # from GET /v1/models
         assert r.env["python"] and r.power["available"] in (True, False)
+        # the server's hardware is not known here: counters absent with the reason (measure/gpm.py)
+        assert set(r.hardware_counters) == {"absent"} and r.hardware_counters["absent"]
         # closed loop: never more in flight than the concurrency, and requests of >= 24 ms
         # sent back to back keep the server busy for most of the window
         c = r.workload["concurrency"]

@@ -40,6 +40,8 @@ def test_tiny_workload_record(tmp_path, name):
     assert 0 < m["mfu_measured_peak"].mean
     assert m["mem_peak_gib"].mean > 0
     assert rec.power.get("available") is not None
+    # a CPU run: the GPU counters are absent with the reason, never zeros (measure/gpm.py)
+    assert set(rec.hardware_counters) == {"absent"} and "no GPU counters" in rec.hardware_counters["absent"]
     if name != "block":
         assert m["loss_first"].mean > 0
     stored = Store(tmp_path).records()

@@ -25,18 +25,20 @@ METRIC_COLUMNS = (
     "total_throughput_tok_s_mean", "request_throughput_req_s_mean", "perplexity_mean",
     "tokens_per_s_mean", "tflops_mean", "mfu_mean", "roofline_efficiency_output_throughput_tok_s",
     "roofline_efficiency_tokens_per_s",
+    "gpu_dram_bw_util_pct",   # the hardware's own reading beside the model's efficiency (measure/gpm.py)
 )
 # Flags the default table adds when any row raises them: a contended point (other work shared
 # the machine while it was measured, measure/contention) must never pass as clean, nor an ITL
-# whose gaps the client bunched (importers/common.py mark_bunching, loadgen/bunching.py).
-FLAG_COLUMNS = ("contended", "itl_s_client_limited", "itl_per_chunk_s_client_limited")
+# whose gaps the client bunched (importers/common.py mark_bunching, loadgen/bunching.py), nor a
+# window the GPU throttled (measure/gpm.py).
+FLAG_COLUMNS = ("contended", "throttled", "itl_s_client_limited", "itl_per_chunk_s_client_limited")
 # Beyond the configuration that tells rows apart, what the default table shows when rows have it.
 TABLE_COLUMNS = (*METRIC_COLUMNS, *FLAG_COLUMNS)
 SHORT = {"batch_size": "batch", "input_len": "in", "output_len": "out", "concurrency": "conc",
          "request_rate": "rate", "hardware_count": "devices", "tensor_parallel": "TP",
          "pipeline_parallel": "PP", "created_at": "created",
          "itl_s_client_limited": "ITL client-limited",
-         "itl_per_chunk_s_client_limited": "ITL client-limited"}
+         "itl_per_chunk_s_client_limited": "ITL client-limited", "gpu_dram_bw_util_pct": "DRAM util %"}
 MAX_TEXT_WIDTH = 32  # a model path is ellipsised past this; numbers are never cut
 
 

@@ -16,6 +16,7 @@ from dash import ALL, Input, Output, State, dcc, html
 from dash.exceptions import PreventUpdate
 
 from llmbench.dashboard import compare as compare_view
+from llmbench.dashboard import findings as findings_view
 from llmbench.dashboard.source import Source
 from llmbench.report import best as best_mod
 from llmbench.report import figures, views
@@ -259,6 +260,8 @@ def create_app(results: Path | str, poll_s: float = 10.0) -> dash.Dash:
                         style=TAB, selected_style=TAB_ON),
                 dcc.Tab(label="Compare", value="compare", children=compare_view.layout(results),
                         style=TAB, selected_style=TAB_ON),
+                dcc.Tab(label="Findings", value="findings", children=findings_view.layout(results),
+                        style=TAB, selected_style=TAB_ON),
             ]),
             dcc.Interval(id="tick", interval=int(poll_s * 1000)),
             dcc.Store(id="version", data=source.version),
@@ -266,6 +269,7 @@ def create_app(results: Path | str, poll_s: float = 10.0) -> dash.Dash:
 
     app.layout = layout
     compare_view.register(app, results)
+    findings_view.register(app, results)
 
     @app.callback(Output("version", "data"), Output("counts", "children"),
                   Input("tick", "n_intervals"), prevent_initial_call=True)
@@ -359,6 +363,9 @@ border-top:1px solid #eef0f4;padding-top:10px}
 table{border-collapse:collapse;font-size:12.5px;width:100%} th{background:#eef1f7;text-align:left;
 padding:6px 8px;position:sticky;top:0} td{padding:5px 8px;border-top:1px solid #eef0f4}
 tr.pareto td{background:#fff8e1} td{white-space:nowrap} table.ranked td:nth-child(5){white-space:normal;min-width:200px} .tablewrap{max-height:460px;overflow:auto;margin-top:6px}
+.findings-tab{padding:14px 18px;background:#fff} table.findings td{white-space:normal;vertical-align:top;
+max-width:380px} td.verdict.holds{color:#1b7f3b} td.verdict.differs{color:#b35c00} td.verdict.cannot{color:#8a1c1c}
+td.verdict.notyet{color:#5a6478}
 details.points{margin-top:6px;font-size:12.5px} details.points summary{cursor:pointer;color:#2f4f8f}
 """
 

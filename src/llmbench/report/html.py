@@ -167,6 +167,8 @@ def _best_blocks(d: data_mod.Data) -> list[_Block]:
 
 def _empty_text(d: data_mod.Data, sec: str) -> str:
     """Why a section is empty, in the store's own terms."""
+    if _EMPTY.get(sec):
+        return _EMPTY[sec]
     df = d.df
     rows = df if df.empty or sec in ("best", "side") else df[df["source"] == sec]
     if rows.empty:
@@ -180,6 +182,8 @@ def _empty_text(d: data_mod.Data, sec: str) -> str:
 
 
 CSS = """
+table.findings td,table.counters td{white-space:normal;vertical-align:top;max-width:380px}
+table.findings td:nth-child(5){font-weight:650}
 *{box-sizing:border-box} body{margin:0;font-family:Inter,"Segoe UI",Helvetica,Arial,sans-serif;
 color:#1d2433;background:#f4f6fa} header{background:linear-gradient(120deg,#1b2a4a,#2f4f8f);color:#fff;
 padding:28px 40px 22px} header h1{margin:0 0 4px;font-size:26px;font-weight:650}
@@ -214,6 +218,33 @@ measured / bound. Open markers and dashed lines are published reference data.</l
 """
 
 
+def _findings_sections(results) -> list[tuple[str, str, list[_Block]]]:
+    """The study's findings re-tested on the own hardware, and the GPU's counters beside the
+    roofline (report/findings.py); a section says why it is empty."""
+    from llmbench.report import findings as fv
+
+    fs, why = fv.compute(results)
+    f_blocks = [_Block("findings-table", "Finding by finding",
+                       "The published figure, the same quantity from the study's data and from your "
+                       "records, each against its own hardware's roofline, and the verdict "
+                       "(`llmbench findings` prints the same).",
+                       table=_table_html(fv.findings_rows(fs), "findings"))] if fs else []
+    rows = fv.own_counter_rows(results)
+    c_rows = fv.counter_rows(rows)
+    c_blocks = [_Block("counters-fig", "Counters vs roofline", "", fig=fv.counters_figure(rows)),
+                _Block("counters-table", "Per record",
+                       "NVML GPM over each point's timed window; a DISAGREE says which way the model "
+                       "and the hardware part.", table=_table_html(c_rows, "counters"))] if c_rows else []
+    _EMPTY["findings"] = why or ""
+    _EMPTY["counters"] = ("No own GPU record carries hardware counters yet (records from before them, "
+                          "or CPU runs: their counters are absent with the reason).")
+    return [("findings", "The study's findings, re-tested here", f_blocks),
+            ("counters", "Hardware counters beside the roofline", c_blocks)]
+
+
+_EMPTY: dict[str, str] = {}
+
+
 def write_report(results: Path | str, out: Path | str, png: bool = True) -> Report:
     t0 = time.perf_counter()
     out = Path(out)
@@ -233,6 +264,7 @@ def write_report(results: Path | str, out: Path | str, png: bool = True) -> Repo
         fig, _ = views.build(d, views.Choice(view="efficiency"), height=520)
         blocks_by_section.append(("side", "Side by side: efficiency against the roofline",
                                   [_Block("efficiency", v.title, v.help, fig)]))
+    blocks_by_section.extend(_findings_sections(results))
     report = Report(html=out / "index.html")
     figs: dict[str, figures.Fig] = {}
     body = []
@@ -266,13 +298,20 @@ def write_report(results: Path | str, out: Path | str, png: bool = True) -> Repo
     # points measured while other work shared the machine (env.contention): their numbers are
     # suspect, so the report counts and names them rather than letting them pass as clean
     contended = d.df[d.df["contended"].fillna(False).astype(bool)] if "contended" in d.df else d.df.iloc[:0]
+    # points whose GPU clocks were held down (power, thermal; measure/gpm.py): as suspect
+    throttled = d.df[d.df["throttled"].fillna(False).astype(bool)] if "throttled" in d.df else d.df.iloc[:0]
     cards = "".join(f"<div class='card'><b>{v}</b><span>{k}</span></div>" for k, v in (
         ("records", c["records"]), ("own", c["own"]), ("reference", c["reference"]),
-        ("hardware", n_hw), ("engines", n_eng), ("failed / skipped", failed), ("contended", len(contended))))
+        ("hardware", n_hw), ("engines", n_eng), ("failed / skipped", failed), ("contended", len(contended)),
+        ("throttled", len(throttled))))
     if len(contended):
         names = ", ".join(html.escape(str(k)) for k in contended["point_key"].fillna("?").head(20))
         cards += (f"<p class='contended'>{len(contended)} point(s) were measured while other work shared "
                   f"the machine (see each record's env.contention): {names}</p>")
+    if len(throttled):
+        names = ", ".join(html.escape(str(k)) for k in throttled["point_key"].fillna("?").head(20))
+        cards += (f"<p class='contended'>{len(throttled)} point(s) were measured while the GPU throttled "
+                  f"its clocks (see each record's hardware_counters): {names}</p>")
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     page = f"""<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
 <title>llmbench report</title><meta name="viewport" content="width=device-width,initial-scale=1">

@@ -80,6 +80,9 @@ class Record(Open):
     roofline: Roofline = Roofline()
     power: dict[str, Any] = Field(default_factory=dict,
                                   description="meter used, or why none (never a silent zero)")
+    hardware_counters: dict[str, Any] = Field(
+        default_factory=dict, description="NVML GPM utilisations, clocks and throttle reasons over "
+        "the measured windows (measure/gpm.py), or {absent: reason}; empty in older records")
     notes: list[str] = Field(default_factory=list, description="warnings, e.g. short outputs")
     env: dict[str, Any] = Field(default_factory=dict)
     spec: dict[str, Any] | None = Field(None, description="the point as run, for resume")

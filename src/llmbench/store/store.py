@@ -259,6 +259,11 @@ def flatten(d: dict[str, Any], path: Path | None = None) -> dict[str, Any]:
     # None when the record predates the check
     cont = _section(d, "env").get("contention")
     row["contended"] = cont.get("contended") if isinstance(cont, dict) else None
+    # the hardware's own counters over the measured windows (measure/gpm.py): absent stays None
+    hc = _section(d, "hardware_counters")
+    for k in ("dram_bw_util_pct", "sm_util_pct", "sm_occupancy_pct", "tensor_util_pct"):
+        row[f"gpu_{k}"] = hc.get(k)
+    row["throttled"] = hc.get("throttled")
     if path is not None:
         row["path"] = str(path)
     return row

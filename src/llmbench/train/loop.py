@@ -188,7 +188,10 @@ def run(p: TrainPoint) -> dict[str, Any]:
 
     from llmbench.measure.power import open_meter
 
-    meter = open_meter(str(device), world) if rank == 0 else None
+    from llmbench.measure.gpm import CountedMeter, CounterWatch
+
+    meter = CountedMeter(open_meter(str(device), world), CounterWatch.for_device(str(device), world)) \
+        if rank == 0 else None
     times = []
     with (meter.window() if meter else contextlib.nullcontext()) as win:
         for i in range(p.warmup, p.warmup + p.steps):
@@ -238,6 +241,7 @@ def run(p: TrainPoint) -> dict[str, Any]:
     }
     if meter is not None:
         out["power"] = meter.describe()
+        out["hardware_counters"] = meter.take()
         if win is not None and win.energy_j is not None:
             out["energy_j"] = win.energy_j
             out["avg_power_w"] = win.avg_power_w

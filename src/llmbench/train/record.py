@@ -105,6 +105,9 @@ def fill(rec: Record, p: TrainPoint, r: dict[str, Any], torch_version: str | Non
     rec.metrics.update(m)
     rec.power = r.get("power") or {"available": False, "reason": "no meter opened"}
     rec.notes.extend(notes)
+    from llmbench.measure.gpm import attach as gpm_attach
+
+    gpm_attach(rec, r.get("hardware_counters") or {"absent": "no counters read (not rank 0's record)"})
     rec.spec = {**p.model_dump(mode="json"), "peak": {"hardware_flops": peak, "source": peak_src,
                                                       "measured": meas}}
     return rec

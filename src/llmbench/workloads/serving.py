@@ -92,6 +92,12 @@ class ServingSession:
             self.hw = HardwareInfo(**hardware(target.device, target.device_count))
             self.meter = open_meter(target.device, target.device_count) \
                 if target.device.startswith("cuda") else open_meter("cpu")
+        from llmbench.measure.gpm import CountedMeter, CounterWatch
+
+        # the server's GPUs when they are this machine's; else absent with the reason
+        self.meter = CountedMeter(self.meter, CounterWatch.for_device(target.device, target.device_count)
+                                  if target.device != "unknown" else
+                                  CounterWatch(absent="the server's hardware is not on this machine"))
         self.env = capture()
         self.env["argv"] = redact_args(self.env.get("argv", []))
 
@@ -120,6 +126,7 @@ class ServingSession:
                search: dict | None = None):
         if self.progress:
             self.progress(sch.label())
+        self.meter.counters.reset()  # this point's windows only
         res, metrics, serving, notes = _measure(self.cfg, self.target, self.url, self.served, sch,
                                                 mine, self.tok, self.meter, watch, self.warmup_specs)
         rec = self.record(key, run_id, sch, mine, len(res.sent))
@@ -132,6 +139,9 @@ class ServingSession:
         rec.metrics, rec.serving = metrics, serving
         rec.power = self.meter.describe()
         rec.notes.extend(notes)
+        from llmbench.measure.gpm import attach as gpm_attach
+
+        gpm_attach(rec, self.meter.take())
         _annotate(rec)
         return rec
 

@@ -1,0 +1,307 @@
+"""The hardware's own counters over a measured window: NVML GPM metrics (Hopper and later) plus
+clocks, clock-event (throttle) reasons and temperature at each window's edges.
+
+GPM metrics are computed by NVML between two samples (`nvmlGpmSampleGet` before and after the
+window, then `nvmlGpmMetricsGet`): no sampling thread, and the reads sit outside the timed window
+(the energy meter's window is inside ours), so they cost the measurement nothing. Every GPU of
+the point is read (tensor / pipeline parallel: never GPU 0 alone).
+
+A record's `hardware_counters` is either `{"absent": reason}` (CPU run, no NVML, no permission)
+or `{"source": "nvml", "gpus": [...], "windows", "window_s", <metric>_pct ..., "throttled",
+"throttle_reasons", "gpm": {"available": bool, "reason"?}}`. A metric NVML did not give is left
+out and named in `absent_metrics` with NVML's reason, never written as zero. The point's value
+of a metric is the window-duration-weighted mean over its windows of the mean over its GPUs
+(each GPU's percentage of its own peak; the per-GPU values are in `gpus`).
+
+Measured on an H200 (ENVIRONMENT.md): a 4 GiB device copy at 4.28 TB/s read DRAM bandwidth
+utilisation 85.7%; an 8192^3 bf16 matmul at 659 TFLOP/s read tensor activity 87.5%, DRAM 18%;
+idle 1-4%.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+# record field -> pynvml constant (the percentage NVML computes between two samples)
+GPM_METRICS = {
+    "dram_bw_util_pct": "NVML_GPM_METRIC_DRAM_BW_UTIL",
+    "sm_util_pct": "NVML_GPM_METRIC_SM_UTIL",
+    "sm_occupancy_pct": "NVML_GPM_METRIC_SM_OCCUPANCY",
+    "tensor_util_pct": "NVML_GPM_METRIC_ANY_TENSOR_UTIL",
+}
+# clock-event reason bits (nvmlClocksEventReason*) -> name. The ones in THROTTLE slow the clocks
+# down against the workload's will: a window that saw one is flagged like a contended one. Idle,
+# application clocks, sync boost and display clocks are not throttling.
+REASONS = {
+    0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap",
+    0x8: "hw_slowdown", 0x10: "sync_boost", 0x20: "sw_thermal_slowdown",
+    0x40: "hw_thermal_slowdown", 0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting",
+}
+THROTTLE = frozenset({"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
+                      "hw_power_brake_slowdown"})
+# NVML's GPM metrics are unreliable over very short sample intervals; windows below this are
+# flagged in the record (workloads already lengthen energy windows to >= 2 s)
+MIN_GPM_WINDOW_S = 0.1
+
+
+def reason_names(mask: int) -> list[str]:
+    names = [n for bit, n in REASONS.items() if mask & bit]
+    rest = mask & ~sum(REASONS)
+    return names + ([f"unknown_0x{rest:x}"] if rest else [])
+
+
+class CounterWatch:
+    """Accumulates the counters over every measured window of one point."""
+
+    def __init__(self, gpu_indices: list[int] | None = None, nvml=None, absent: str | None = None,
+                 clock: Callable[[], float] = time.perf_counter):
+        self.indices = gpu_indices or []
+        self.nvml = nvml
+        self.absent = absent
+        self.clock = clock
+        self.handles: list = []
+        self.gpm_reason: str | None = None
+        self.gpm_ids: dict[str, int] = {}
+        if nvml is not None and absent is None:
+            self._open()
+        self.reset()
+
+    @classmethod
+    def for_device(cls, device: str, count: int = 1) -> CounterWatch:
+        if not device.startswith("cuda"):
+            return cls(absent=f"{device} run: no GPU counters (NVML reads NVIDIA GPUs only)")
+        from llmbench.measure.power import visible_cuda_indices
+
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+        except Exception as e:  # no driver, no pynvml: say so, never zeros
+            return cls(absent=f"NVML unavailable: {type(e).__name__}: {e}")
+        return cls(visible_cuda_indices(device, count), pynvml)
+
+    def _open(self) -> None:
+        nv = self.nvml
+        try:
+            self.handles = [nv.nvmlDeviceGetHandleByIndex(i) for i in self.indices]
+        except Exception as e:
+            self.absent = f"NVML cannot open GPU(s) {self.indices}: {e}"
+            return
+        missing = [n for n, c in GPM_METRICS.items() if not hasattr(nv, c)]
+        if not hasattr(nv, "nvmlGpmSampleGet"):
+            self.gpm_reason = "this pynvml has no GPM functions (nvidia-ml-py >= 12 needed)"
+            return
+        self.gpm_ids = {n: getattr(nv, c) for n, c in GPM_METRICS.items() if n not in missing}
+        try:
+            for i, h in zip(self.indices, self.handles):
+                if not nv.nvmlGpmQueryDeviceSupport(h).isSupportedDevice:
+                    self.gpm_reason = (f"GPU {i} does not support GPM (NVML's GPM metrics need "
+                                       "Hopper or later)")
+                    return
+        except Exception as e:  # e.g. NVML_ERROR_NO_PERMISSION, a driver too old
+            self.gpm_reason = f"GPM support query failed: {type(e).__name__}: {e}"
+
+    @property
+    def gpm(self) -> bool:
+        return self.absent is None and self.gpm_reason is None and bool(self.gpm_ids)
+
+    def reset(self) -> None:
+        """Forget the windows so far (a serving session measures many points)."""
+        self.windows = 0
+        self.window_s = 0.0
+        self.short_windows = 0
+        self.sums: list[dict[str, float]] = [{} for _ in self.indices]   # metric -> sum(v * dt)
+        self.dts: list[dict[str, float]] = [{} for _ in self.indices]    # metric -> sum(dt)
+        self.metric_errors: dict[str, str] = {}
+        self.first: list[dict | None] = [None for _ in self.indices]
+        self.last: list[dict | None] = [None for _ in self.indices]
+        self.throttle: list[set[str]] = [set() for _ in self.indices]
+        self.min_sm_clock: list[int | None] = [None for _ in self.indices]
+        self.edge_errors: set[str] = set()
+
+    # -- reads ---------------------------------------------------------------------------
+    def _edge(self, h) -> dict[str, Any]:
+        """Clocks, clock-event reasons and temperature now; a field NVML refuses is left out."""
+        nv, out, errs = self.nvml, {}, {}
+        reasons = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or \
+            getattr(nv, "nvmlDeviceGetCurrentClocksThrottleReasons", None)
+        reads = (("sm_clock_mhz", lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM)),
+                 ("mem_clock_mhz", lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_MEM)),
+                 ("temperature_c", lambda: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU)),
+                 ("clocks_event_mask", (lambda: reasons(h)) if reasons else None))
+        for key, read in reads:
+            if read is None:
+                errs[key] = "this pynvml cannot read clock-event reasons"
+                continue
+            try:
+                out[key] = int(read())
+            except Exception as e:
+                errs[key] = f"{type(e).__name__}: {e}"
+        if "clocks_event_mask" in out:
+            out["clocks_event_reasons"] = reason_names(out["clocks_event_mask"])
+        for k, v in errs.items():
+            self.edge_errors.add(f"{k}: {v}")
+        return out
+
+    def _sample(self, h):
+        s = self.nvml.nvmlGpmSampleAlloc()
+        self.nvml.nvmlGpmSampleGet(h, s)
+        return s
+
+    def _metrics(self, s1, s2) -> dict[str, float]:
+        """NVML's metrics between two samples; a metric it refuses goes to metric_errors."""
+        nv = self.nvml
+        names = list(self.gpm_ids)
+        mg = nv.c_nvmlGpmMetricsGet_t()
+        mg.version = nv.NVML_GPM_METRICS_GET_VERSION
+        mg.numMetrics = len(names)
+        mg.sample1, mg.sample2 = s1, s2
+        for k, n in enumerate(names):
+            mg.metrics[k].metricId = self.gpm_ids[n]
+        nv.nvmlGpmMetricsGet(mg)
+        out = {}
+        for k, n in enumerate(names):
+            m = mg.metrics[k]
+            if m.nvmlReturn == 0:
+                out[n] = float(m.value)
+            else:
+                self.metric_errors[n] = f"NVML returned {m.nvmlReturn} for {GPM_METRICS[n]}"
+        return out
+
+    @contextlib.contextmanager
+    def window(self):
+        if self.absent is not None or not self.handles:
+            yield self
+            return
+        starts = [self._edge(h) for h in self.handles]
+        samples0 = [None] * len(self.handles)
+        if self.gpm:
+            try:
+                samples0 = [self._sample(h) for h in self.handles]
+            except Exception as e:
+                self.gpm_reason = f"nvmlGpmSampleGet failed: {type(e).__name__}: {e}"
+        t0 = self.clock()
+        try:
+            yield self
+        finally:
+            dt = self.clock() - t0
+            samples1 = [None] * len(self.handles)
+            if self.gpm and None not in samples0:
+                try:
+                    samples1 = [self._sample(h) for h in self.handles]
+                except Exception as e:
+                    self.gpm_reason = f"nvmlGpmSampleGet failed: {type(e).__name__}: {e}"
+            ends = [self._edge(h) for h in self.handles]
+            self.windows += 1
+            self.window_s += dt
+            self.short_windows += dt < MIN_GPM_WINDOW_S
+            for g, h in enumerate(self.handles):
+                if samples0[g] is not None and samples1[g] is not None:
+                    try:
+                        for n, v in self._metrics(samples0[g], samples1[g]).items():
+                            self.sums[g][n] = self.sums[g].get(n, 0.0) + v * dt
+                            self.dts[g][n] = self.dts[g].get(n, 0.0) + dt
+                    except Exception as e:
+                        self.gpm_reason = f"nvmlGpmMetricsGet failed: {type(e).__name__}: {e}"
+                    for s in (samples0[g], samples1[g]):
+                        with contextlib.suppress(Exception):
+                            self.nvml.nvmlGpmSampleFree(s)
+                if self.first[g] is None:
+                    self.first[g] = starts[g]
+                self.last[g] = ends[g]
+                for edge in (starts[g], ends[g]):
+                    self.throttle[g] |= THROTTLE.intersection(edge.get("clocks_event_reasons", ()))
+                    c = edge.get("sm_clock_mhz")
+                    if c is not None:
+                        m = self.min_sm_clock[g]
+                        self.min_sm_clock[g] = c if m is None else min(m, c)
+
+    # -- the record's section --------------------------------------------------------------
+    def result(self) -> dict[str, Any]:
+        if self.absent is not None:
+            return {"absent": self.absent}
+        if not self.windows:
+            return {"absent": "no measured window (the point failed before its timed run)"}
+        gpus = []
+        for g, i in enumerate(self.indices):
+            d: dict[str, Any] = {"index": i}
+            for n in self.gpm_ids:
+                if self.dts[g].get(n):
+                    d[n] = self.sums[g][n] / self.dts[g][n]
+            d["start"], d["end"] = self.first[g] or {}, self.last[g] or {}
+            if self.min_sm_clock[g] is not None:
+                d["min_sm_clock_mhz"] = self.min_sm_clock[g]
+            d["throttle_reasons"] = sorted(self.throttle[g])
+            gpus.append(d)
+        out: dict[str, Any] = {"source": "nvml", "gpu_indices": self.indices,
+                               "windows": self.windows, "window_s": self.window_s}
+        absent: dict[str, str] = {}
+        if self.gpm:
+            out["gpm"] = {"available": True}
+        else:
+            out["gpm"] = {"available": False, "reason": self.gpm_reason or "no GPM metric in this pynvml"}
+        for n in GPM_METRICS:
+            vals = [d[n] for d in gpus if n in d]
+            if vals and len(vals) == len(gpus):
+                out[n] = sum(vals) / len(vals)
+                if len(vals) > 1:
+                    out[n.replace("_pct", "_min_gpu_pct")] = min(vals)
+            else:
+                absent[n] = (self.metric_errors.get(n) or out["gpm"].get("reason")
+                             or f"{GPM_METRICS[n]} read on only {len(vals)} of {len(gpus)} GPUs")
+        if absent:
+            out["absent_metrics"] = absent
+        reasons = sorted(set().union(*self.throttle)) if self.throttle else []
+        out["throttled"] = bool(reasons)
+        out["throttle_reasons"] = reasons
+        if self.edge_errors:
+            out["edge_errors"] = sorted(self.edge_errors)
+        if self.short_windows:
+            out["short_windows"] = self.short_windows
+            out["note"] = (f"{self.short_windows} window(s) under {MIN_GPM_WINDOW_S} s: "
+                           "NVML's GPM values are unreliable that short")
+        out["gpus"] = gpus
+        return out
+
+
+def throttle_note(counters: dict) -> str | None:
+    """The record note for a throttled point (None when it was not)."""
+    if counters.get("throttled"):
+        return ("throttled: the GPU clocks were held down during the measured window ("
+                + ", ".join(counters.get("throttle_reasons", [])) + "); its numbers understate "
+                "the hardware")
+    return None
+
+
+class CountedMeter:
+    """An energy meter whose every window is also read for hardware counters (outside the
+    energy window, as the contention watch is): the workloads need no change."""
+
+    def __init__(self, meter, counters: CounterWatch):
+        self._meter = meter
+        self.counters = counters
+
+    def __getattr__(self, name):
+        return getattr(self._meter, name)
+
+    @contextlib.contextmanager
+    def window(self, *args, **kwargs):
+        with self.counters.window(), self._meter.window(*args, **kwargs) as win:
+            yield win
+
+    def take(self) -> dict[str, Any]:
+        """The counters of the windows since the last take (one point's), then forget them."""
+        out = self.counters.result()
+        self.counters.reset()
+        return out
+
+
+def attach(rec, counters: dict) -> None:
+    """Put a point's counters into its record, and flag a throttled window in its notes."""
+    rec.hardware_counters = counters
+    note = throttle_note(counters)
+    if note and note not in rec.notes:
+        rec.notes.append(note)
