@@ -7,6 +7,9 @@ What changed is appended to the record's `annotations`: when, by which llmbench,
 which versions, every changed field (old -> new), and the replaced roofline, power fields and
 notes, so no stored figure is lost. The measured metrics are compared before and after and
 must be identical; a record that would change nowhere is left as it is (its file untouched).
+A training record whose matmul peak is one measurement (before peaks.py's timed windows) gets
+a note that its spread is unknown, with the range the store's runs of the same hardware and
+precision read.
 """
 
 from __future__ import annotations
@@ -66,8 +69,29 @@ def _diff(prefix: str, old: dict[str, Any], new: dict[str, Any], out: list[str])
             out.append(f"{prefix}{k}: {_show(a)} -> {_show(b)}")
 
 
-def reannotate(rec: Record, path: Path, *, now: str | None = None) -> Change | None:
-    """The record under today's definitions, with its history entry; None when nothing changes."""
+def peak_note(rec: Record, peaks: dict[tuple, list[float]] | None = None) -> str | None:
+    """For a training record whose matmul peak is one measurement (before timed windows): its
+    spread is unknown; say so, with the range the store's other runs of the same hardware and
+    precision read (`peaks`: (hardware, precision) -> their peaks, TFLOP/s)."""
+    pk = rec.metrics.get("matmul_peak_tflops")
+    if rec.kind != "training" or pk is None or pk.n != 1 or "mfu_measured_peak" not in rec.metrics:
+        return None
+    note = ("mfu_measured_peak divides by one matmul-peak measurement (a median of 20 products, "
+            "before timed windows): its spread is unknown")
+    key = (rec.hardware.name, (rec.workload or {}).get("precision"))
+    got = sorted((peaks or {}).get(key, []))
+    if len(got) > 1:
+        mid = got[len(got) // 2] if len(got) % 2 else (got[len(got) // 2 - 1] + got[len(got) // 2]) / 2
+        dev = max(abs(v - mid) for v in got) / mid
+        note += (f"; this store's {len(got)} {key[0]} {key[1]} runs read {got[0]:.0f}-{got[-1]:.0f} "
+                 f"TFLOP/s (+-{dev:.1%} about their median {mid:.0f})")
+    return note
+
+
+def reannotate(rec: Record, path: Path, *, now: str | None = None,
+               peaks: dict[tuple, list[float]] | None = None) -> Change | None:
+    """The record under today's definitions, with its history entry; None when nothing changes.
+    `peaks`: the store's measured matmul peaks by (hardware, precision), for `peak_note`."""
     import llmbench
     from llmbench.definitions import stamp
     from llmbench.roofline import annotate
@@ -79,6 +103,9 @@ def reannotate(rec: Record, path: Path, *, now: str | None = None) -> Change | N
         if annotate(trial):  # else: today's catalogs cannot bound it; the stored roofline stays
             new.roofline = trial.roofline
     stamp(new)
+    if (note := peak_note(new, peaks)) and not any(
+            n.startswith("mfu_measured_peak divides by one") for n in new.notes):
+        new.notes.append(note)
     after = new.model_dump(mode="json")
     if after["metrics"] != before["metrics"]:  # never: nothing above writes a metric
         raise AssertionError(f"{path}: re-annotating would change measured metrics")
@@ -120,17 +147,24 @@ def reannotate_store(root: Path, *, write: bool, now: str | None = None
 
     store = Store(root)
     now = now or datetime.now(timezone.utc).isoformat()
-    n, changes = 0, []
+    recs = []
     for path, doc in store.raw():
         try:
-            rec = Record.model_validate(doc)
+            recs.append((path, Record.model_validate(doc)))
         except ValueError:
             import warnings
 
             warnings.warn(f"skipping unreadable record {path}", stacklevel=2)
-            continue
+    by_run: dict[tuple, dict[str, float]] = {}  # a run measures its peak once (peaks.py cache)
+    for _, rec in recs:
+        if rec.kind == "training" and (v := rec.metric("matmul_peak_tflops", "median")):
+            key = (rec.hardware.name, (rec.workload or {}).get("precision"))
+            by_run.setdefault(key, {})[rec.run_id] = v
+    peaks = {k: list(v.values()) for k, v in by_run.items()}
+    n, changes = 0, []
+    for path, rec in recs:
         n += 1
-        ch = reannotate(rec, path, now=now)
+        ch = reannotate(rec, path, now=now, peaks=peaks)
         if ch is None:
             continue
         changes.append(ch)

@@ -210,3 +210,26 @@ def test_results_shows_the_roofline_version_and_the_energy_flag(tmp_path):
     assert sorted(r.output.splitlines()[1:]) == ["1,True", "2,True"]
     t = CliRunner().invoke(app, ["results", "--results", str(tmp_path)])
     assert "roofline v" in t.output and "energy <2 s" in t.output
+
+
+def test_single_window_matmul_peak_noted_with_the_stores_range_between_runs(tmp_path):
+    """Three runs whose one-window peaks read 730, 780 and 786 TFLOP/s: the spread between
+    them, +-50/780 = +-6.4% about their median 780, is said beside mfu_measured_peak."""
+    from llmbench.reannotate import reannotate_store
+
+    store = Store(tmp_path)
+    for i, peak in enumerate((730.0, 780.0, 786.0)):
+        r = old_training_record()
+        r.run_id, r.workload["precision"] = f"run{i}", "bf16"
+        r.metrics["matmul_peak_tflops"] = summarize([peak], "TFLOP/s")
+        r.metrics["mfu_measured_peak"] = summarize([450.6 / peak], "ratio")
+        store.write(r)
+    n, changes = reannotate_store(tmp_path, write=False)
+    assert n == 3 and len(changes) == 3
+    for ch in changes:
+        (note,) = [x for x in ch.record.notes if x.startswith("mfu_measured_peak divides by one")]
+        assert "its spread is unknown" in note
+        assert f"3 NVIDIA H200 bf16 runs read 730-786 TFLOP/s (+-{50 / 780:.1%} about their median 780)" in note
+        stored = json.loads(ch.path.read_text())          # --dry-run: the file is as it was
+        assert ch.record.model_dump(mode="json")["metrics"] == stored["metrics"]
+        assert not stored["annotations"]
