@@ -130,7 +130,9 @@ def reannotate(rec: Record, path: Path, *, now: str | None = None,
         "roofline_version": {"from": r_from, "to": r_to},
         "definitions_version": {"from": d_old, "to": DEFINITIONS_VERSION},
         "changed": changed,
-        "previous": {"roofline": rf_old,
+        # as stored: a field the stored record did not have (its version) is not invented
+        "previous": {"roofline": {k: v for k, v in rf_old.items()
+                                  if not (k == "version" and v is None)},
                      "power": {k: v for k, v in (before["power"] or {}).items()
                                if after["power"].get(k) != v},
                      "notes_added": added},
