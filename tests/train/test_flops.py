@@ -35,3 +35,25 @@ def test_roofline_training_bound_counts_with_flops_py():
     tokens = 16 * 1024
     assert t.flops_per_step == tokens * flops_per_token(n, 48, 1600, 1024, causal_attention=True)
     assert t.model_flops_per_step == tokens * flops_per_token(n, 48, 1600, 1024)
+
+
+def test_mfu_over_the_measured_peak_carries_the_peaks_spread():
+    """Five windows of 760..800 TFLOP/s: the peak is their median, 780; 390 TFLOP/s per device
+    is 0.5 of it, and between 390/800 and 390/760 of the fastest and slowest window."""
+    from llmbench.train.peaks import spread
+    from llmbench.train.record import measured_peak_metrics
+
+    w = [800e12, 760e12, 780e12, 790e12, 770e12]
+    assert spread(w) == pytest.approx(20 / 780, rel=1e-12)
+    m = measured_peak_metrics({"flops": 780e12, "windows_flops": w, "spread": spread(w)}, [390.0])
+    mfu = m["mfu_measured_peak"]
+    assert mfu.mean == pytest.approx(0.5, rel=1e-12)
+    assert mfu.peak_tflops == {"median": 780.0, "min": 760.0, "max": 800.0, "windows": 5,
+                               "spread": pytest.approx(20 / 780)}
+    assert mfu.range_over_peak_windows == pytest.approx([390 / 800, 390 / 760], rel=1e-12)
+    pk = m["matmul_peak_tflops"]
+    assert (pk.n, pk.median, pk.min, pk.max) == (5, 780.0, 760.0, 800.0)
+    # a record of one window (before windows): that window, no spread known
+    one = measured_peak_metrics({"flops": 787e12}, [450.6])
+    assert one["matmul_peak_tflops"].n == 1 and one["mfu_measured_peak"].peak_tflops["spread"] is None
+    assert one["mfu_measured_peak"].mean == pytest.approx(450.6 / 787, rel=1e-12)

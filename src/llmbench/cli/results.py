@@ -30,14 +30,18 @@ METRIC_COLUMNS = (
 # Flags the default table adds when any row raises them: a contended point (other work shared
 # the machine while it was measured, measure/contention) must never pass as clean, nor an ITL
 # whose gaps the client bunched (importers/common.py mark_bunching, loadgen/bunching.py), nor a
-# window the GPU throttled (measure/gpm.py).
-FLAG_COLUMNS = ("contended", "throttled", "itl_s_client_limited", "itl_per_chunk_s_client_limited")
+# window the GPU throttled (measure/gpm.py), nor energy read over a window too short for the
+# meter (definitions.py).
+FLAG_COLUMNS = ("contended", "throttled", "energy_short_window", "itl_s_client_limited",
+                "itl_per_chunk_s_client_limited")
+# Shown whenever a row has one: which roofline version its bound and efficiency come from.
+VERSION_COLUMNS = ("roofline_version",)
 # Beyond the configuration that tells rows apart, what the default table shows when rows have it.
-TABLE_COLUMNS = (*METRIC_COLUMNS, *FLAG_COLUMNS)
+TABLE_COLUMNS = (*METRIC_COLUMNS, *FLAG_COLUMNS, *VERSION_COLUMNS)
 SHORT = {"batch_size": "batch", "input_len": "in", "output_len": "out", "concurrency": "conc",
          "request_rate": "rate", "hardware_count": "devices", "tensor_parallel": "TP",
-         "pipeline_parallel": "PP", "created_at": "created",
-         "itl_s_client_limited": "ITL client-limited",
+         "pipeline_parallel": "PP", "created_at": "created", "roofline_version": "roofline v",
+         "energy_short_window": "energy <2 s", "itl_s_client_limited": "ITL client-limited",
          "itl_per_chunk_s_client_limited": "ITL client-limited", "gpu_dram_bw_util_pct": "DRAM util %"}
 MAX_TEXT_WIDTH = 32  # a model path is ellipsised past this; numbers are never cut
 
@@ -172,9 +176,10 @@ def compact_columns(cols: list[str], rows: list[tuple], cells: dict[str, list[st
     varying, same = distinguishing(cols, values)
     metrics = [c for c in METRIC_COLUMNS if c in cols and any(x is not None for x in values(c))]
     flags = [c for c in FLAG_COLUMNS if c in cols and c not in varying and any(values(c))]
+    versions = [c for c in VERSION_COLUMNS if c in cols and any(x is not None for x in values(c))]
     show, headers = said_once(varying, cells.__getitem__, _header)
-    headers.update({c: _header(c) for c in metrics + flags}, run_id="run id")
-    return (show or ["run_id"]) + flags + metrics, same, headers
+    headers.update({c: _header(c) for c in metrics + flags + versions}, run_id="run id")
+    return (show or ["run_id"]) + flags + metrics + versions, same, headers
 
 
 def _same_caption(same: dict[str, object]) -> str | None:

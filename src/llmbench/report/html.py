@@ -245,6 +245,31 @@ def _findings_sections(results) -> list[tuple[str, str, list[_Block]]]:
 _EMPTY: dict[str, str] = {}
 
 
+def _definitions_notes(df) -> str:
+    """Which roofline versions the efficiencies come from (one older than today's: how to
+    re-annotate), and the points whose energy was read over a window too short for it."""
+    from llmbench.definitions import ROOFLINE_VERSION
+
+    out = ""
+    if "roofline_version" in df and df["roofline_version"].notna().any():
+        counts = df["roofline_version"].dropna().astype(str).value_counts().sort_index()
+        said = ", ".join(f"version {v}: {n} record(s)" for v, n in counts.items())
+        old = int(counts[counts.index != ROOFLINE_VERSION].sum())
+        out += (f"<p class='versions'>Roofline bounds and efficiencies by version ({said}; "
+                f"today's is {ROOFLINE_VERSION})"
+                + (f". {old} record(s) carry an older version: <code>llmbench annotate --results "
+                   f"DIR</code> brings them to today's, keeping the old values in each record's "
+                   f"annotations" if old else "") + ".</p>")
+    if "energy_short_window" in df:
+        short = df[df["energy_short_window"].fillna(False).astype(bool)]
+        if len(short):
+            names = ", ".join(html.escape(str(k)) for k in short["point_key"].fillna("?").head(20))
+            out += (f"<p class='contended'>{len(short)} point(s) read their energy over a window "
+                    f"under 2 s, too short for the meter's counter: their energy, power and "
+                    f"energy-per-token figures are unreliable (power.short_window): {names}</p>")
+    return out
+
+
 def write_report(results: Path | str, out: Path | str, png: bool = True) -> Report:
     t0 = time.perf_counter()
     out = Path(out)
@@ -312,6 +337,7 @@ def write_report(results: Path | str, out: Path | str, png: bool = True) -> Repo
         names = ", ".join(html.escape(str(k)) for k in throttled["point_key"].fillna("?").head(20))
         cards += (f"<p class='contended'>{len(throttled)} point(s) were measured while the GPU throttled "
                   f"its clocks (see each record's hardware_counters): {names}</p>")
+    cards += _definitions_notes(d.df)
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     page = f"""<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
 <title>llmbench report</title><meta name="viewport" content="width=device-width,initial-scale=1">

@@ -21,7 +21,8 @@ KIND_METRICS: dict[str, list[tuple[str, str]]] = {
                    ("scored_tokens_mean", "int"), ("eval_throughput_tok_s_mean", "num")],
     "training": [("tokens_per_s_mean", "num"), ("tflops_mean", "num"), ("mfu_mean", "pct"),
                  ("step_time_s_mean", "num"), ("mem_peak_gib_mean", "num"),
-                 ("avg_power_w_mean", "int"), ("scaling_efficiency_mean", "pct")],
+                 ("avg_power_w_mean", "int"), ("scaling_efficiency_mean", "pct"),
+                 ("roofline_efficiency_tokens_per_s", "pct")],
     "serving": [("ttft_s_p50", "num"), ("ttft_s_p99", "num"), ("tpot_s_p50", "num"),
                 ("e2e_s_p50", "num"), ("output_throughput_tok_s_mean", "num"),
                 ("request_throughput_req_s_mean", "num"), ("goodput_req_s_mean", "num")],
@@ -35,6 +36,7 @@ KIND_TITLES = {"perplexity": "Perplexity", "training": "Training throughput and 
 # How a serving row's load reads: the one field that set it, never every option.
 LOAD_FIELDS = ("concurrency", "request_rate", "max_concurrency")
 MAX_ROWS = 60
+VERSION = "roofline_version"
 # Shown by the 'system' column or beside the load, never as their own column.
 _FOLDED = {"hardware", "hardware_count", "backend", "kind", "status", "load", *LOAD_FIELDS}
 # Derived labels (report/data.py) stand for their parts; identity columns are the 'system'.
@@ -57,8 +59,12 @@ def kind_table(df: pd.DataFrame, kind: str) -> tuple[list[dict[str, str]], str]:
     shown, headers = said_once([c for c in varying if c not in _SHOWN_ELSEWHERE],
                                lambda c: [value_text(v) for v in d[c]],
                                lambda c: c.replace("_", " "))
+    # which roofline version an efficiency comes from (definitions.py): rows of two versions
+    # are never merged into one mean
+    version = [VERSION] if any(c.startswith("roofline_") for c, _, _ in metrics) \
+        and VERSION in d and d[VERSION].notna().any() else []
     keys = ["system", *([c for c in LOAD_FIELDS if kind == "serving" and c in d and d[c].notna().any()]),
-            *shown]
+            *shown, *version]
     keys = list(dict.fromkeys(keys))
     g = d.assign(**{k: d[k].astype(object).where(d[k].notna(), "–") for k in keys}) \
         .groupby(keys, dropna=False, sort=False)
@@ -84,6 +90,8 @@ def kind_table(df: pd.DataFrame, kind: str) -> tuple[list[dict[str, str]], str]:
         for k in shown:
             if k != "model":
                 row[headers[k]] = value_text(r[k])
+        if version:
+            row["roofline v"] = value_text(r[VERSION])
         row["records"] = str(int(r["records"]))
         rows.append(row)
     notes = [f"every row: model {same['model']}"] if "model" in same else []

@@ -1,4 +1,5 @@
-"""Roofline bounds for records: `annotate(record)` fills `record.roofline` in place.
+"""Roofline bounds for records: `annotate(record)` fills `record.roofline` in place, stamped
+with the roofline's version (llmbench/definitions.py; `llmbench annotate` re-annotates stored records).
 
 The bound comes from `model.py`; this module only turns a record (own run or imported) into a
 model x hardware x workload and compares the bound with the measured metrics:
@@ -157,6 +158,7 @@ def annotate(rec) -> bool:
     if got is None:
         return False
     b, hw, notes = got
+    from llmbench.definitions import ROOFLINE_VERSION
     from llmbench.store.record import Roofline
 
     eff: dict[str, float] = {}
@@ -209,7 +211,8 @@ def annotate(rec) -> bool:
         notes.append(f"throughput bound at {c:.2f} requests in flight ({src})")
     rec.roofline = Roofline(bound={k: float(v) for k, v in bound.items() if v is not None},
                             binding_resource=b.binding_resource, efficiency=eff,
-                            hardware_id=hw.id, devices=b.devices, notes=notes, **extra)
+                            hardware_id=hw.id, devices=b.devices, notes=notes,
+                            version=ROOFLINE_VERSION, **extra)
     return True
 
 

@@ -59,6 +59,8 @@ class Roofline(Open):
     bound: dict[str, float] | None = None
     binding_resource: str | None = None
     efficiency: dict[str, float] | None = None
+    version: str | None = Field(None, description="roofline/versions.py ROOFLINE_VERSION the "
+                                "bound came from; absent: before versioning ('1')")
 
 
 class Record(Open):
@@ -86,6 +88,12 @@ class Record(Open):
     notes: list[str] = Field(default_factory=list, description="warnings, e.g. short outputs")
     env: dict[str, Any] = Field(default_factory=dict)
     spec: dict[str, Any] | None = Field(None, description="the point as run, for resume")
+    definitions_version: str | None = Field(
+        None, description="definitions.py DEFINITIONS_VERSION of the derived flags (energy "
+        "window); absent: before versioning ('1')")
+    annotations: list[dict[str, Any]] = Field(
+        default_factory=list, description="re-annotations (`llmbench annotate`): when, from and "
+        "to which versions, what changed, the previous values; measured metrics never change")
 
     def metric(self, name: str, stat: str = "mean") -> float | None:
         m = self.metrics.get(name)

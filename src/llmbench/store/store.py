@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.errors import SpecError, StoreWriteError
+from llmbench.definitions import roofline_version_of
 from llmbench.store.record import Record
 
 DEFAULT_RESULTS = Path("llmbench-results")
@@ -141,7 +142,14 @@ class Store:
         # 64 random bits per name: writers on many hosts never need to coordinate
         key = re.sub(r"[^A-Za-z0-9_.-]", "_", record.point_key or "x")
         name = f"{record.kind}-{key}-{secrets.token_hex(8)}.json"
-        path = self.run_dir(record.run_id) / name
+        return self.rewrite(self.run_dir(record.run_id) / name, record)
+
+    def rewrite(self, path: Path, record: Record) -> Path:
+        """Write `record` to `path` (a new file, or a stored record replaced whole: `llmbench
+        annotate`), stamped with today's derived definitions (definitions.stamp)."""
+        from llmbench.definitions import stamp
+
+        stamp(record)
         try:
             atomic_write_text(path, redact_json(record.model_dump_json(indent=1, exclude_none=False)))
         except OSError as e:  # a full disk, a read-only mount: say which record, never a traceback
@@ -255,6 +263,10 @@ def flatten(d: dict[str, Any], path: Path | None = None) -> dict[str, Any]:
         for k, v in _section(rf, part).items():
             row[f"roofline_{part}_{k}"] = v
     row["roofline_binding_resource"] = rf.get("binding_resource")
+    # which roofline version the bound and efficiencies come from (roofline/versions.py)
+    row["roofline_version"] = roofline_version_of(rf)
+    # energy read over a window too short for the meter (definitions.py); None when unknown
+    row["energy_short_window"] = _section(d, "power").get("short_window")
     # other work shared the machine during the measured window (measure/contention.py);
     # None when the record predates the check
     cont = _section(d, "env").get("contention")

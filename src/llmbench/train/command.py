@@ -180,6 +180,15 @@ def summary(result) -> None:
                   w.get("precision"), w.get("sparsity"), str(w.get("compile")),
                   ("ok" if r.status == "ok" else f"[red]{r.status}[/]") + (" (earlier)" if earlier else ""),
                   fmt(r.metric("step_time_s", "median")), fmt(r.metric("tokens_per_s")),
-                  fmt(r.metric("tflops")), fmt(r.metric("mfu")), fmt(r.metric("mfu_measured_peak")),
+                  fmt(r.metric("tflops")), fmt(r.metric("mfu")), _mfu_measured(r),
                   fmt(r.metric("mem_peak_gib")), fmt(r.metric("energy_per_token_j")), extra)
     out.print(t)
+
+
+def _mfu_measured(r) -> str:
+    """MFU over the measured matmul peak, with that peak's spread between its windows."""
+    m = r.metrics.get("mfu_measured_peak")
+    if m is None or m.mean is None:
+        return "-"
+    sp = (getattr(m, "peak_tflops", None) or {}).get("spread")
+    return fmt(m.mean) + (f" (peak ±{sp:.1%})" if sp is not None else "")

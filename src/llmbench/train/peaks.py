@@ -4,6 +4,7 @@ peak measured on the device in the same run (the ceiling `mfu_measured_peak` div
 from __future__ import annotations
 
 import functools
+import statistics
 import time
 
 # Dense (no 2:4 sparsity) datasheet peaks, FLOP/s, SXM parts. Used until llmbench.hardware
@@ -31,15 +32,40 @@ def hardware_peak(device_name: str, precision: str) -> tuple[float | None, str]:
     return None, f"no dense peak known for {device_name!r}"
 
 
+# The measured peak (what `mfu_measured_peak` divides by): one 20-product median per run read
+# 730, 764, 774 and 786 TFLOP/s on one H200 (bf16 8192^3), too unstable to divide by. Now:
+# products run back to back until WARMUP_S has passed (clocks ramp up, cuBLAS settles on its
+# kernel), then WINDOWS timed windows of back-to-back products, each about WINDOW_S long (the
+# count of products per window comes from the warm-up's rate); one event pair around a whole
+# window, so launch gaps and timer resolution are amortised over its products. The peak is the
+# median window; its spread (the largest deviation of a window from the median, relative) is
+# recorded beside every efficiency that divides by it. benchmarks/matmul_peak_stability.py
+# measures how stable it is between runs (goal: +-2%).
+WINDOWS = 5
+WARMUP_S = 1.0
+WINDOW_S = 0.25
+SPREAD_GOAL = 0.02
+
+
+def spread(values: list[float]) -> float:
+    """The largest relative deviation of a value from their median: 0.02 is +-2%."""
+    med = statistics.median(values)
+    return max(abs(v - med) for v in values) / med if med else float("nan")
+
+
 @functools.cache
-def measured_matmul_peak(device: str, precision: str) -> dict:
-    """Median FLOP/s of a dense n×n×n product on random data in the step's compute precision."""
+def measured_matmul_peak(device: str, precision: str, windows: int = WINDOWS,
+                         warmup_s: float = WARMUP_S, window_s: float = WINDOW_S) -> dict:
+    """FLOP/s of a dense n x n x n product on random data in the step's compute precision: the
+    median of `windows` timed windows after a warm-up of `warmup_s` (see above), with every
+    window's value and their spread."""
     import torch
 
     dev = torch.device(device)
     cuda = dev.type == "cuda"
     n = 8192 if cuda else 512
-    iters = 20 if cuda else 5
+    if not cuda:  # a CPU run's peak only needs to be plausible, not last seconds
+        warmup_s, window_s = min(warmup_s, 0.1), min(window_s, 0.05)
     g = torch.Generator(device=dev).manual_seed(1234)
     a = torch.randn(n, n, device=dev, generator=g)
     b = torch.randn(n, n, device=dev, generator=g)
@@ -60,26 +86,44 @@ def measured_matmul_peak(device: str, precision: str) -> dict:
         def mm():
             return a @ b
         label = f"{precision} matmul"
+
+    def sync():
+        if cuda:
+            torch.cuda.synchronize(dev)
+
+    def timed(k: int) -> float:
+        """Seconds of k back-to-back products (CUDA events around the whole window)."""
+        if cuda:
+            s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            s.record()
+            for _ in range(k):
+                mm()
+            e.record()
+            e.synchronize()
+            return s.elapsed_time(e) / 1e3
+        t0 = time.perf_counter()
+        for _ in range(k):
+            mm()
+        return time.perf_counter() - t0
+
     prev = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
     try:
-        times = []
-        for i in range(3 + iters):
-            if cuda:
-                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                s.record()
+        sync()
+        done, t0 = 0, time.perf_counter()
+        while True:  # warm-up: at least warmup_s of products, in batches of 10
+            for _ in range(10):
                 mm()
-                e.record()
-                e.synchronize()
-                dt = s.elapsed_time(e) / 1e3
-            else:
-                t0 = time.perf_counter()
-                mm()
-                dt = time.perf_counter() - t0
-            if i >= 3:
-                times.append(dt)
+            sync()
+            done += 10
+            if (el := time.perf_counter() - t0) >= warmup_s:
+                break
+        per_window = max(1, round(window_s / (el / done)))
+        flops = [2.0 * n ** 3 * per_window / timed(per_window) for _ in range(windows)]
     finally:
         torch.backends.cuda.matmul.allow_tf32 = prev
-    times.sort()
-    med = times[len(times) // 2]
-    return {"flops": 2.0 * n ** 3 / med, "n": n, "what": f"{label} {n}^3, median of {iters}"}
+    med = statistics.median(flops)
+    return {"flops": med, "windows_flops": flops, "spread": spread(flops), "n": n,
+            "products_per_window": per_window, "warmup_s": el,
+            "what": f"{label} {n}^3, median of {windows} windows of {per_window} back-to-back "
+                    f"products after a {el:.1f} s warm-up"}

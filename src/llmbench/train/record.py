@@ -4,7 +4,8 @@ Per timed step i (after warm-up): tokens_per_s_i = tokens in the step, all devic
 tflops_i = tokens_per_s_i * flops_per_token / 1e12 (flops.py), so `tflops` agrees with
 `tokens_per_s` x (6N + 12·L·h·s) by construction; `tflops_per_device` divides by the device
 count; `mfu` = tflops_per_device / the hardware's dense peak for the precision;
-`mfu_measured_peak` = tflops_per_device / the matrix-product peak measured in the same run.
+`mfu_measured_peak` = tflops_per_device / the matrix-product peak measured in the same run
+(peaks.py: the median of timed windows), with that peak's min, max and spread beside it.
 `compile_time_s` = first step − median timed step (compile runs only); `first_step_s` always.
 """
 
@@ -16,10 +17,9 @@ from typing import Any
 from llmbench.measure.stats import summarize
 from llmbench.store.record import BackendInfo, HardwareInfo, MetricStats, ModelInfo, Record
 from llmbench.train.config import TrainPoint
-from llmbench.train.peaks import hardware_peak
+from llmbench.measure.power import MIN_RELIABLE_WINDOW_S
+from llmbench.train.peaks import SPREAD_GOAL, hardware_peak
 
-
-MIN_ENERGY_WINDOW_S = 2.0
 
 
 def one(value: float, unit: str) -> MetricStats:
@@ -79,17 +79,22 @@ def fill(rec: Record, p: TrainPoint, r: dict[str, Any], torch_version: str | Non
         notes.append(f"mfu absent: {peak_src}")
     meas = r.get("measured_peak")
     if meas:
-        m["matmul_peak_tflops"] = one(meas["flops"] / 1e12, "TFLOP/s")
-        m["mfu_measured_peak"] = summarize([x * 1e12 / meas["flops"] for x in per_dev], "ratio")
+        m.update(measured_peak_metrics(meas, per_dev))
+        if (sp := meas.get("spread")) is not None and sp > SPREAD_GOAL:
+            notes.append(f"measured matmul peak varied +-{sp:.1%} between its windows (goal "
+                         f"+-{SPREAD_GOAL:.0%}): mfu_measured_peak is that uncertain")
     if p.compile:
         m["compile_time_s"] = one(max(0.0, r["first_step_s"] - statistics.median(times)), "s")
     if r.get("energy_j") is not None:
         m["energy_j"] = one(r["energy_j"], "J")
         m["avg_power_w"] = one(r["avg_power_w"], "W")
         m["energy_per_token_j"] = one(r["energy_j"] / (r["tokens_per_step"] * len(times)), "J/tok")
-        if r.get("energy_window_s", 1e9) < MIN_ENERGY_WINDOW_S:
-            notes.append(f"energy measured over {r['energy_window_s']:.2f} s only: NVML's energy "
-                         "counter updates too coarsely for that; take more --steps for energy")
+        if r.get("energy_window_s") is not None:
+            m["energy_window_s"] = one(r["energy_window_s"], "s")
+            if r["energy_window_s"] < MIN_RELIABLE_WINDOW_S:
+                notes.append(f"energy measured over {r['energy_window_s']:.2f} s only: NVML's "
+                             "energy counter updates too coarsely for that; take more --steps "
+                             "for energy")
     if r["losses"]:
         m["loss_first"] = one(r["losses"][0], "nat")
         m["loss_last"] = one(r["losses"][-1], "nat")
@@ -111,6 +116,20 @@ def fill(rec: Record, p: TrainPoint, r: dict[str, Any], torch_version: str | Non
     rec.spec = {**p.model_dump(mode="json"), "peak": {"hardware_flops": peak, "source": peak_src,
                                                       "measured": meas}}
     return rec
+
+
+def measured_peak_metrics(meas: dict[str, Any], per_dev_tflops: list[float]) -> dict[str, MetricStats]:
+    """`matmul_peak_tflops` (one sample per timed window; a record before windows has one)
+    and `mfu_measured_peak` = TFLOP/s per device / the median window, carrying beside it the
+    peak's median, min, max, spread and the MFU range the peak's spread allows."""
+    windows = [f / 1e12 for f in meas.get("windows_flops") or [meas["flops"]]]
+    peak = meas["flops"] / 1e12
+    mfu = summarize([x / peak for x in per_dev_tflops], "ratio")
+    mfu.peak_tflops = {"median": peak, "min": min(windows), "max": max(windows),
+                       "windows": len(windows), "spread": meas.get("spread")}
+    if mfu.mean is not None:  # the mean MFU against the fastest and the slowest window
+        mfu.range_over_peak_windows = [mfu.mean * peak / max(windows), mfu.mean * peak / min(windows)]
+    return {"matmul_peak_tflops": summarize(windows, "TFLOP/s"), "mfu_measured_peak": mfu}
 
 
 def add_ratio(rec: Record, name: str, base: Record, unit: str = "ratio", per: int = 1) -> None:

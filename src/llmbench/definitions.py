@@ -1,0 +1,118 @@
+"""What a record's derived figures mean, versioned: the roofline's bounds and efficiencies
+(ROOFLINE_VERSION) and the flags derived from its measurements (DEFINITIONS_VERSION). Light:
+imports nothing heavy (the store and the CLI read it).
+
+Versions. A record the roofline annotates carries `roofline.version`; every record the store
+writes carries `definitions_version` (`stamp`, called by the store's one write path). Records
+stored before versioning have neither: they are version "1" (UNVERSIONED). Whoever changes
+what a bound or an efficiency means (roofline/model.py's accounting, a catalog peak or
+bandwidth, roofline/__init__.py's conventions) bumps ROOFLINE_VERSION and says what changed in
+ROOFLINE_HISTORY; whoever changes a flag here bumps DEFINITIONS_VERSION. `llmbench annotate`
+brings stored records to today's versions, keeping what it replaced in `annotations`; it
+never touches a measured metric.
+
+Energy window (definitions version 2): an energy figure read over a window shorter than
+measure/power.py's MIN_RELIABLE_WINDOW_S (2 s) is unreliable: NVML's total-energy counter
+updates too coarsely (three ~0.8 s batches of near-identical latency read 397-450 J on an
+H200). The record then says so: `power.short_window` true, `power.energy_window_s` (the
+shortest window behind its energy metrics), `power.energy_window_source` (where that length
+comes from) and a note. The window is the measured `energy_window_s` metric when the record
+has it; older records did not store it, and their window is known from how they measured:
+an offline repeat metered exactly its batch (`batch_latency_s`), a training run its timed
+steps (the sum of `step_time_s`), a serving point its whole run (`all_duration_s`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+UNVERSIONED = "1"
+ROOFLINE_VERSION = "2"
+ROOFLINE_HISTORY = {
+    "1": "before versioning (records of 2026-11-30 and earlier): a decode step read every "
+         "stored weight, an untied input embedding whole (LLaMA-3-8B on an H200 at batch 1: "
+         "298.9 tok/s); a training record's TFLOP/s bound was the datasheet peak, so its "
+         "`tflops` efficiency was MFU (full attention over the peak) while its tokens/s "
+         "efficiency used the causal step time: two numbers for one run",
+    "2": "a step reads lookup tables (untied input embedding, learned positions) by row, not "
+         "whole (LLaMA-3-8B, H200, batch 1: 319.8 tok/s); a training record's TFLOP/s bound "
+         "is the tokens/s bound x the record's own flops_per_token, so the tflops and "
+         "tokens/s efficiencies agree; serving throughput bound at the requests in flight",
+}
+DEFINITIONS_VERSION = "2"
+DEFINITIONS_HISTORY = {
+    "1": "before versioning (records of 2026-11-30 and earlier): energy over a window of any "
+         "length, unflagged",
+    "2": "energy read over a window under 2 s flagged (power.short_window, "
+         "power.energy_window_s, power.energy_window_source, a note)",
+}
+
+# Notes the workloads themselves write about a short energy window: the flag's note is not
+# repeated beside one of them.
+_OWN_NOTES = ("energy unreliable:", "energy measured over")
+
+
+def _metric(rec, name: str, stat: str) -> float | None:
+    m = rec.metrics.get(name)
+    return None if m is None else getattr(m, stat, None)
+
+
+def energy_window(rec) -> tuple[float, str] | None:
+    """(seconds of the shortest window behind the record's energy, where that comes from), or
+    None when the record has no energy or its window cannot be known."""
+    if "energy_j" not in rec.metrics and "all_energy_j" not in rec.metrics:
+        return None
+    if (w := _metric(rec, "energy_window_s", "min")) is not None:
+        return float(w), "energy_window_s"
+    if rec.kind == "training":
+        st = rec.metrics.get("step_time_s")
+        if st is not None and st.samples and len(st.samples) == st.n:
+            return float(sum(st.samples)), "sum of the timed steps (step_time_s samples)"
+        if st is not None and st.mean is not None:
+            return float(st.mean * st.n), "timed steps (step_time_s mean x n)"
+        return None
+    if rec.kind == "serving":
+        for name in ("all_duration_s", "duration_s"):
+            if (w := _metric(rec, name, "mean")) is not None:
+                return float(w), f"the serving run ({name})"
+        return None
+    if rec.kind == "inference" and (w := _metric(rec, "batch_latency_s", "min")) is not None:
+        return float(w), "batch_latency_s (one batch per energy window)"
+    return None
+
+
+def flag_energy_window(rec) -> bool:
+    """Set the record's energy-window fields (power.*); True when its window is short."""
+    from llmbench.measure.power import MIN_RELIABLE_WINDOW_S
+
+    got = energy_window(rec)
+    if got is None:
+        return False
+    w, src = got
+    short = w < MIN_RELIABLE_WINDOW_S
+    rec.power = {**rec.power, "energy_window_s": w, "energy_window_source": src,
+                 "short_window": short}
+    if short and not any(n.startswith(_OWN_NOTES) for n in rec.notes):
+        note = (f"energy window {w:.2f} s ({src}), under {MIN_RELIABLE_WINDOW_S:g} s: NVML's "
+                "energy counter is too coarse for that, the energy figures are unreliable "
+                "(flagged power.short_window)")
+        if note not in rec.notes:
+            rec.notes.append(note)
+    return short
+
+
+def stamp(rec) -> None:
+    """Apply today's definitions to a record (idempotent); its measurements are not touched."""
+    flag_energy_window(rec)
+    rec.definitions_version = DEFINITIONS_VERSION
+
+
+def roofline_version_of(roofline: dict[str, Any] | None) -> str | None:
+    """The version a stored roofline's figures come from; None when it holds no bound."""
+    if not isinstance(roofline, dict) or not roofline.get("bound"):
+        return None
+    return str(roofline.get("version") or UNVERSIONED)
+
+
+def definitions_version_of(doc: dict[str, Any]) -> str:
+    return str(doc.get("definitions_version") or UNVERSIONED)
