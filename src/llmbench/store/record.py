@@ -78,6 +78,10 @@ class Record(Open):
     power: dict[str, Any] = Field(default_factory=dict,
                                   description="meter used, or why none (never a silent zero)")
     notes: list[str] = Field(default_factory=list, description="warnings, e.g. short outputs")
+    observers: dict[str, str] = Field(
+        default_factory=dict,
+        description="what ran beside the engine during the point's measured window, and how "
+                    "(energy meter, contention watch): name -> what it did")
     env: dict[str, Any] = Field(default_factory=dict)
     spec: dict[str, Any] | None = Field(None, description="the point as run, for resume")
 
