@@ -153,6 +153,9 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=100_000)
     ap.add_argument("--dir", type=Path, default=None, help="reuse/keep records here")
     ap.add_argument("--filters", type=int, default=5)
+    ap.add_argument("--compare-python", action="store_true",
+                    help="also parse every record in Python (the index's small-update path) and "
+                         "print the cold build's ratio against it")
     args = ap.parse_args()
     root = args.dir or Path(tempfile.mkdtemp(prefix="llmbench-scale-"))
     existing = sum(1 for _ in root.rglob("rec-*.json")) if root.exists() else 0
@@ -172,6 +175,18 @@ def main() -> None:
     d = load(root)
     warm = time.perf_counter() - t
     print(f"index: cold build {cold:.2f} s ({len(d.df):,} rows), warm load {warm:.3f} s")
+    if args.compare_python:
+        from llmbench.store.index import _list_names, read_table
+
+        paths = [p for sub in sorted(root.iterdir()) for p in _list_names(str(sub))]
+        t = time.perf_counter()
+        read_table(paths, set(), set(), bulk=True)
+        duck = time.perf_counter() - t
+        t = time.perf_counter()
+        read_table(paths, set(), set(), bulk=False)
+        py = time.perf_counter() - t
+        print(f"index rows of {len(paths):,} files: DuckDB {duck:.2f} s, Python {py:.2f} s, "
+              f"ratio DuckDB/Python {duck / py:.2f}")
     first_cpu, filt_cpu = server_side_cpu(d, args.filters)
     print(f"server-side CPU: first figure {first_cpu * 1000:.0f} ms, filter "
           + ", ".join(f"{x * 1000:.0f}" for x in filt_cpu) + " ms")
