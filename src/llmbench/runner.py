@@ -149,6 +149,8 @@ def run_point(backend, point: Point, rec: Record, on_repeat=None) -> Record:
     else:
         metrics, notes = run_offline(backend, point, meter, on_repeat=on_repeat)
     rec.power = meter.describe()  # after the windows: it names the method they actually used
+    rec.observers.update({k: v for k, v in (("energy", meter.observer()),
+                                            ("contention", watch.observer())) if v})
     rec.metrics.update(metrics)
     rec.notes.extend(notes)
     gpm_attach(rec, meter.take())

@@ -135,3 +135,24 @@ def test_record_power_names_the_method_its_windows_used(monkeypatch):
     runner.run_point(SlowReturn(p), p, rec)
     assert rec.power["method"] == COUNTER and rec.power["windows_by_method"] == {COUNTER: 2}
     assert rec.metrics["energy_j"].n == 2
+
+
+def test_record_names_the_observers_that_ran(monkeypatch):
+    from llmbench import runner
+    from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
+
+    def rec():
+        return Record(run_id="t", kind="inference", backend=BackendInfo(name="fake"),
+                      model=ModelInfo(name="fake"), hardware=HardwareInfo(name="cpu"))
+
+    p = point(repeats=1, energy_min_window_s=0)
+    monkeypatch.setattr(runner, "open_meter", lambda device, count=1: WattMeter())
+    with_meter = runner.run_point(SlowReturn(p), p, rec())
+    assert set(with_meter.observers) == {"energy", "contention"}
+    assert with_meter.observers["energy"].startswith(f"{WattMeter.source}: ")
+    assert "every 50 ms by a thread" in with_meter.observers["energy"]
+    assert "nothing inside it" in with_meter.observers["contention"]
+    monkeypatch.setattr(runner, "open_meter", lambda device, count=1: EnergyMeter("none here"))
+    without = runner.run_point(SlowReturn(p), p, rec())
+    assert set(without.observers) == {"contention"}  # no meter: no sampler thread ran
+    assert Record.model_validate_json(with_meter.model_dump_json()).observers == with_meter.observers

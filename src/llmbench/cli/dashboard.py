@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import ipaddress
+import threading
 from pathlib import Path
 
 import typer
 
 from llmbench.cli.common import console
 from llmbench.errors import SpecError
+from llmbench.store.index import Index, load_index
 from llmbench.store.store import DEFAULT_RESULTS
 
 
@@ -31,22 +33,37 @@ def dashboard(
     debug: bool = typer.Option(False, "--debug", help="Dash dev tools and reloader (never on a shared host)"),
 ) -> None:
     """Serve the interactive dashboard over the store (own and imported reference results)."""
+    if not results.exists():
+        raise SpecError([("--results", f"{results} does not exist")])
+    # The index is built or caught up (mostly in DuckDB, off the GIL) while the dashboard's
+    # libraries import: a first open of a large store waits for the longer of the two.
+    loaded: dict[str, Index] = {}
+    reader = threading.Thread(target=_read_index, args=(results, loaded), name="llmbench-index",
+                              daemon=True)
+    reader.start()
     try:
         from llmbench.dashboard.app import create_app
     except ImportError as e:
         raise SpecError([("dashboard", f"needs the dashboard extra ({e.name} is missing): "
                           "pip install 'llmbench[dashboard]'")]) from None
-    if not results.exists():
-        raise SpecError([("--results", f"{results} does not exist")])
+    finally:
+        reader.join()
     if not _is_loopback(host):
         console.print(f"[yellow]warning:[/] listening on {host}: anyone who can reach this "
                       "address can read every result; the dashboard has no authentication")
-    app = create_app(results, poll_s=poll)
+    app = create_app(results, poll_s=poll, index=loaded.get("index"))  # (loaded again on failure)
     console.print(f"llmbench dashboard on http://{host}:{port}/  (Ctrl-C to stop)")
     if debug:  # Dash's dev tools need Flask's development server
         app.run(host=host, port=port, debug=True)
         return
     serve(app.server, host, port)
+
+
+def _read_index(results: Path, into: dict[str, Index]) -> None:
+    try:
+        into["index"] = load_index(results)
+    except Exception:  # noqa: BLE001 - create_app reads it again, and says what is wrong
+        pass
 
 
 def serve(wsgi_app, host: str, port: int) -> None:

@@ -195,8 +195,11 @@ def execute(spec, points, results: Path, *, resume=False, redo_failed=False, iso
     console.print(f"[bold]llmbench[/] {len(points)} point(s) on {devices} -> {results} (run {run_id})",
                   highlight=False)
     try:
+        # Redrawn on events only: an auto-refresh thread (10 Hz) would take CPU from the engine
+        # on a small machine, in the middle of its measured windows.
         with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=console, transient=False) as bar:
+                      TimeElapsedColumn(), console=console, transient=False,
+                      auto_refresh=False) as bar:
             task = bar.add_task("validating", total=sum(_work(p) for p in points))
 
             def progress(event, p, n):
@@ -212,6 +215,7 @@ def execute(spec, points, results: Path, *, resume=False, redo_failed=False, iso
                         bar.advance(task, _work(p))
                     elif event == "done" and p.workload != "offline":
                         bar.advance(task, 1)
+                    bar.refresh()
 
             kw = dict(resume=resume, redo_failed=redo_failed, progress=progress, points=points,
                       run_id=run_id)

@@ -21,6 +21,7 @@ from llmbench.dashboard.source import Source
 from llmbench.report import best as best_mod
 from llmbench.report import figures, views
 from llmbench.report.data import Data
+from llmbench.store.index import Index
 
 TAB = {"padding": "8px 18px", "border": "none", "background": "#fff", "color": "#5a6478",
        "fontWeight": 500}
@@ -234,8 +235,9 @@ def _points_rows(pts: pd.DataFrame, limit: int = 200) -> list[dict[str, str]]:
     return out
 
 
-def create_app(results: Path | str, poll_s: float = 10.0) -> dash.Dash:
-    source = Source(results)
+def create_app(results: Path | str, poll_s: float = 10.0, index: Index | None = None) -> dash.Dash:
+    """The app over the store under `results`; `index`: its index, already loaded."""
+    source = Source(results, index=index)
     app = dash.Dash(__name__, title="llmbench dashboard", update_title=None,
                     suppress_callback_exceptions=True, serve_locally=True)
     app.index_string = INDEX.replace("%%CSS%%", CSS)
@@ -246,9 +248,19 @@ def create_app(results: Path | str, poll_s: float = 10.0) -> dash.Dash:
                 html.Span(f"{c['own']:,} own", className="pill own"),
                 html.Span(f"{c['reference']:,} reference", className="pill ref")]
 
+    built: dict[int, html.Div] = {}  # the page of the store's current version
+
     def layout():
+        # Dash asks for the layout twice on a first visit (to validate it, then to serve it),
+        # and every page load asks again: each version of the store is laid out once.
         source.refresh()
-        data = source.data
+        version = source.version
+        if version not in built:
+            built.clear()
+            built[version] = page(source.data)
+        return built[version]
+
+    def page(data: Data) -> html.Div:
         return html.Div([
             html.Header([html.Div([html.H1("llmbench"), html.Span(str(Path(results)), className="path")]),
                          html.Div(header(data), id="counts", className="counts")]),

@@ -11,15 +11,15 @@ import time
 from pathlib import Path
 
 from llmbench.report.data import Data, load
-from llmbench.store.index import signature
+from llmbench.store.index import Index, signature
 
 
 class Source:
-    def __init__(self, root: Path | str, min_interval_s: float = 5.0):
+    def __init__(self, root: Path | str, min_interval_s: float = 5.0, index: Index | None = None):
         self.root = Path(root)
         self.min_interval_s = min_interval_s
         self._lock = threading.Lock()
-        self._data = load(self.root)
+        self._data = load(self.root, index=index)
         self._checked = time.monotonic()
         self.version = 0
 

@@ -115,6 +115,11 @@ class ContentionWatch:
             self.loadavg_1m.append(os.getloadavg()[0])
             self.windows += 1
 
+    def observer(self) -> str:
+        """What the watch does around a measured window (a record's `observers`)."""
+        gpu = " and the processes on our GPUs (NVML)" if self.nvml is not None and self.gpu_indices else ""
+        return f"CPU times (psutil){gpu} read before and after the window, nothing inside it"
+
     def _gpu_scan(self) -> None:
         if self.nvml is None or not self.gpu_indices:
             return

@@ -58,6 +58,16 @@ class EnergyMeter:
         self.reason = reason
         self.used: Counter[str] = Counter()  # windows per method actually used
 
+    SAMPLE_PERIOD_S = 0.05  # the power profile's sampling period (a thread, inside the window)
+
+    def observer(self) -> str | None:
+        """What this meter does while a window is measured (a record's `observers`); None
+        when it does nothing there."""
+        if not self.available:
+            return None
+        return (f"{self.source}: energy counter read at both ends of the window; power sampled "
+                f"every {self.SAMPLE_PERIOD_S * 1000:.0f} ms by a thread inside it")
+
     def describe(self) -> dict:
         return {"available": self.available, "source": self.source,
                 **({} if self.available else {"reason": self.reason}), **self._methods()}
@@ -85,7 +95,8 @@ class EnergyMeter:
         return None
 
     @contextmanager
-    def window(self, sample_period_s: float = 0.05):
+    def window(self, sample_period_s: float | None = None):
+        sample_period_s = sample_period_s or self.SAMPLE_PERIOD_S
         w = EnergyWindow()
         stop = threading.Event()
 

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from llmbench.store.index import load_index
+from llmbench.store.index import Index, load_index
 from llmbench.store.store import STATS
 
 # Columns that identify a record but never a configuration.
@@ -79,8 +79,9 @@ class Data:
                 "reference": int(s.get("reference", 0))}
 
 
-def load(root: Path | str, full_check: bool = False) -> Data:
-    idx = load_index(root, full_check=full_check)
+def load(root: Path | str, full_check: bool = False, index: Index | None = None) -> Data:
+    """The store under root as a frame; `index`: its index, already loaded (store/index.py)."""
+    idx = index if index is not None else load_index(root, full_check=full_check)
     df = idx.to_pandas()
     metrics = list(idx.metrics)
     df = enrich(df)
@@ -102,6 +103,13 @@ def _label_num(v) -> str:
     return str(v)
 
 
+def _map_values(s: pd.Series, f) -> pd.Series:
+    """s.map(f), calling f once per distinct value (a column of 100,000 rows holds a few)."""
+    codes, uniques = pd.factorize(s)  # missing values get code -1: f(None), last
+    labels = np.array([f(u) for u in uniques] + [f(None)], dtype=object)
+    return pd.Series(labels[codes], index=s.index, dtype=object)
+
+
 def enrich(df: pd.DataFrame) -> pd.DataFrame:
     if df.empty:
         for c in ["source", "kind", "status", *DERIVED, "hardware", "backend", "model"]:
@@ -114,14 +122,14 @@ def enrich(df: pd.DataFrame) -> pd.DataFrame:
                             np.where(tool.notna(), "imported: " + tool.fillna("").astype(str), "own"))
     hw = _col(df, "hardware").fillna("?").astype(str)
     cnt = _col(df, "hardware_count").fillna(1)
-    cnt_lbl = cnt.map(lambda c: "" if _label_num(c) in ("", "1") else f" ×{_label_num(c)}")
+    cnt_lbl = _map_values(cnt, lambda c: "" if _label_num(c) in ("", "1") else f" ×{_label_num(c)}")
     eng = _col(df, "backend").fillna("?").astype(str)
     df["system"] = hw + cnt_lbl + " · " + eng
     df["engine"] = eng.where(df["source"] != "own", eng + " (own)")
     df["engine"] = df["engine"].where(tool.isna(), eng + " (" + tool.fillna("").astype(str) + ")")
-    tp = _col(df, "tensor_parallel").map(_label_num)
-    pp = _col(df, "pipeline_parallel").map(_label_num)
-    ep = _col(df, "expert_parallel").map(_label_num)
+    tp = _map_values(_col(df, "tensor_parallel"), _label_num)
+    pp = _map_values(_col(df, "pipeline_parallel"), _label_num)
+    ep = _map_values(_col(df, "expert_parallel"), _label_num)
     par = ("TP" + tp.replace("", "1")) + "·PP" + pp.replace("", "1")
     par = par.where(ep.isin(["", "1"]), par + "·EP" + ep)
     df["parallelism"] = par

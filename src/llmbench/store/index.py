@@ -69,13 +69,53 @@ def _list_files(d: str) -> dict[str, tuple[int, int]]:
     return out
 
 
-def _read_row(path: str, mtime_ns: int, size: int, metrics: set[str],
-              workload: set[str]) -> dict[str, Any] | None:
+def _list_names(d: str) -> list[str]:
+    """The record files directly in d, not stat'ed (a cold build reads them all anyway)."""
     try:
-        with open(path, "rb") as f:
-            doc = json.loads(f.read())
-    except (OSError, ValueError) as e:
-        warnings.warn(f"skipping unreadable record {path}: {e}", stacklevel=3)
+        with os.scandir(d) as it:
+            return [e.path for e in it
+                    if e.name.endswith(".json") and not e.name.startswith(".") and e.is_file()]
+    except OSError:
+        return []
+
+
+class _Files:
+    """Files read whole, each with the mtime and size of what was read (fstat of the open
+    file: no second stat by name, and never the stat of a file replaced in between)."""
+
+    def __init__(self, paths: list[str]):
+        self.paths: list[str] = []
+        self.mtimes: list[int] = []
+        self.sizes: list[int] = []
+        self.data: list[bytes] = []
+        for p in paths:
+            try:
+                fd = os.open(p, os.O_RDONLY)
+                try:
+                    st = os.fstat(fd)
+                    data = os.read(fd, st.st_size + 1)
+                    if len(data) > st.st_size:  # grown since the fstat: read to the end
+                        chunks = [data]
+                        while chunk := os.read(fd, 1 << 20):
+                            chunks.append(chunk)
+                        data = b"".join(chunks)
+                finally:
+                    os.close(fd)
+            except OSError as e:
+                warnings.warn(f"skipping unreadable record {p}: {e}", stacklevel=4)
+                continue
+            self.paths.append(p)
+            self.mtimes.append(st.st_mtime_ns)
+            self.sizes.append(st.st_size)
+            self.data.append(data)
+
+
+def _row(path: str, data: bytes, mtime_ns: int, size: int, metrics: set[str],
+         workload: set[str]) -> dict[str, Any] | None:
+    try:
+        doc = json.loads(data)
+    except ValueError as e:
+        warnings.warn(f"skipping unreadable record {path}: {e}", stacklevel=4)
         return None
     if not (isinstance(doc, dict) and "run_id" in doc and "kind" in doc):
         return None
@@ -105,9 +145,17 @@ def _prune(folder: Path, keep: Path) -> None:
         pass
 
 
+def _array(vals: list[Any]) -> pa.Array:
+    """One column of Python values -> Arrow; mixed types (a workload field that is 16 in one
+    record and 'auto' in another, an integer past int64) made strings instead of failing the
+    whole index."""
+    try:
+        return pa.array(vals)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError):
+        return pa.array([None if v is None else str(v) for v in vals], pa.string())
+
+
 def _table_from_rows(rows: list[dict[str, Any]]) -> pa.Table:
-    """Rows -> Arrow, with mixed-type columns (a workload field that is 16 in one record and
-    'auto' in another) made strings instead of failing the whole index."""
     if not rows:
         return pa.table({c: pa.array([], pa.string() if c == "path" else pa.int64())
                          for c in _FILE_COLS})
@@ -119,13 +167,42 @@ def _table_from_rows(rows: list[dict[str, Any]]) -> pa.Table:
             if col is None:
                 col = cols[k] = [None] * n
             col[i] = v
-    arrays = {}
-    for k, vals in cols.items():
+    return pa.table({k: _array(vals) for k, vals in cols.items()})
+
+
+# From this many files to parse, DuckDB reads them (store/bulk.py: all cores, C++ parser);
+# fewer are parsed here, which spares importing DuckDB for a catch-up of a few records.
+BULK_MIN_FILES = 300
+
+
+def read_table(paths: list[str], metrics: set[str], workload: set[str],
+               bulk: bool | None = None) -> pa.Table:
+    """The flat rows of the record files among `paths`, sorted by path, with `_mtime_ns` and
+    `_size`; the metric and workload names they hold are added to `metrics` and `workload`.
+    `bulk`: parsed by DuckDB (True), in Python (False), or by the number of files (None)."""
+    files = _Files(sorted(paths))
+    if bulk is None:
+        bulk = len(files.paths) >= BULK_MIN_FILES
+    rows: list[dict[str, Any]] = []
+    if bulk:
+        from llmbench.store import bulk as bulk_reader
+
         try:
-            arrays[k] = pa.array(vals)
-        except (pa.ArrowInvalid, pa.ArrowTypeError):
-            arrays[k] = pa.array([None if v is None else str(v) for v in vals], pa.string())
-    return pa.table(arrays)
+            table, m, w, left = bulk_reader.read_rows(files.paths, files.data, files.mtimes,
+                                                      files.sizes, _array)
+        except bulk_reader.Irregular:
+            pass  # something only flatten itself gets right: every file in Python
+        else:
+            metrics |= m
+            workload |= w
+            rows = [r for i in left if (r := _row(files.paths[i], files.data[i], files.mtimes[i],
+                                                  files.sizes[i], metrics, workload)) is not None]
+            if not rows:
+                return table if table.num_rows else _table_from_rows([])
+            return _concat(table, _table_from_rows(rows)).sort_by("path")
+    rows = [r for p, d, m, s in zip(files.paths, files.data, files.mtimes, files.sizes)
+            if (r := _row(p, d, m, s, metrics, workload)) is not None]
+    return _table_from_rows(rows)
 
 
 def _concat(a: pa.Table, b: pa.Table) -> pa.Table:
@@ -240,15 +317,18 @@ def load_index(root: Path | str, full_check: bool = False, save: bool = True) ->
         known = {p: (m, s) for p, m, s in zip(*(old.table.column(c).to_pylist() for c in _FILE_COLS))}
     else:
         known = {}
-    current: dict[str, tuple[int, int]] = {}
-    for d in changed:
-        current.update(_list_files(d))
     drop_dirs = set(changed) | set(gone)
     # Rows to keep: files in unchanged directories, and unchanged files in changed ones.
     keep_paths = {p for p in known if os.path.dirname(p) not in drop_dirs}
-    keep_paths |= {p for p, ms in current.items() if known.get(p) == ms}
-    new_rows = [r for p, (m, s) in sorted(current.items()) if known.get(p) != (m, s)
-                if (r := _read_row(p, m, s, metrics, workload)) is not None]
+    if known:  # a catch-up: only new or changed files (name, mtime, size) are read
+        current: dict[str, tuple[int, int]] = {}
+        for d in changed:
+            current.update(_list_files(d))
+        keep_paths |= {p for p, ms in current.items() if known.get(p) == ms}
+        to_read = [p for p, ms in current.items() if known.get(p) != ms]
+    else:  # a cold build reads every file, and takes its mtime and size as it reads it
+        to_read = [p for d in changed for p in _list_names(d)]
+    new = read_table(to_read, metrics, workload)
     if old is not None and old.table.num_rows:
         import pyarrow.compute as pc
 
@@ -256,7 +336,7 @@ def load_index(root: Path | str, full_check: bool = False, save: bool = True) ->
         base = old.table.filter(mask)
     else:
         base = _table_from_rows([])
-    table = _concat(base, _table_from_rows(new_rows))
+    table = _concat(base, new)
     idx = Index(table, sorted(metrics), sorted(workload), _settled(dirs), top)
     if save:
         _save(idx, cache)

@@ -86,6 +86,10 @@ class Record(Open):
         default_factory=dict, description="NVML GPM utilisations, clocks and throttle reasons over "
         "the measured windows (measure/gpm.py), or {absent: reason}; empty in older records")
     notes: list[str] = Field(default_factory=list, description="warnings, e.g. short outputs")
+    observers: dict[str, str] = Field(
+        default_factory=dict,
+        description="what ran beside the engine during the point's measured window, and how "
+                    "(energy meter, contention watch): name -> what it did")
     env: dict[str, Any] = Field(default_factory=dict)
     spec: dict[str, Any] | None = Field(None, description="the point as run, for resume")
     definitions_version: str | None = Field(

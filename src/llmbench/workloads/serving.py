@@ -138,6 +138,8 @@ class ServingSession:
         rec.error = f"every request failed: {serving['errors_by_kind']}" if bad else None
         rec.metrics, rec.serving = metrics, serving
         rec.power = self.meter.describe()
+        if (energy := self.meter.observer()) is not None:
+            rec.observers["energy"] = energy
         rec.notes.extend(notes)
         from llmbench.measure.gpm import attach as gpm_attach
 

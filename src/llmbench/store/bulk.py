@@ -1,0 +1,261 @@
+"""Many record files -> their flat rows (the rows of `store.flatten`), read and parsed by DuckDB.
+
+Parsing 100,000 JSON records in Python (open, json.loads, flatten, Arrow) costs about 1 ms a
+record on a 2-core machine; DuckDB reads the files on all cores and parses them in C++. The
+flat columns depend on the data (every workload field, metric and statistic seen), so it is
+done in two steps over one in-memory copy of the files:
+
+1. read every file (`read_blob`, decoded as UTF-8) and take each document's JSON structure
+   (`json_structure`: the keys and the JSON type of every value). Records of one kind share a
+   structure, so a store holds a few distinct ones;
+2. from the distinct structures, in Python: which documents are records (an object with
+   `run_id` and `kind`), the flat columns with the JSON types their values take, the metric and
+   workload names; then one `json_transform` with that explicit schema extracts every column,
+   typed as `flatten` + Arrow would type it: integers int64, numbers double, text, booleans.
+   A column whose values mix types (16 in one record, 'auto' in another) is fetched as JSON
+   text and converted in Python exactly as `index._array` converts Python values.
+
+This mirrors `store.flatten` (the one definition of a row): `tests/report/test_report_index.py`
+checks that both give the same rows. What it does not mirror it refuses rather than guess:
+two sources giving one column name (a workload field called `model`), names equal but for
+case (DuckDB's struct fields are case-insensitive) raise `Irregular`, and the caller parses in
+Python. Files DuckDB cannot read as UTF-8 JSON (a NaN literal, a BOM, a torn file) are returned
+by name for the caller to parse in Python, which also warns about the unreadable ones. One known difference: an integer literal
+past 64 bits is a double here (json_structure types it DOUBLE) and text in Python (pa.array
+cannot hold it).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from llmbench.store.store import STATS
+
+# The columns every row has, in flatten's order, and where in the document each is read.
+BASE: dict[str, tuple[str, ...]] = {
+    "run_id": ("run_id",), "created_at": ("created_at",), "kind": ("kind",),
+    "status": ("status",), "error": ("error",),
+    "backend": ("backend", "name"), "backend_version": ("backend", "version"),
+    "model": ("model", "name"), "model_params": ("model", "params"),
+    "synthetic_weights": ("model", "synthetic_weights"),
+    "hardware": ("hardware", "name"), "hardware_count": ("hardware", "count"),
+    "point_key": ("point_key",), "source_tool": ("source", "tool"),
+}
+TAIL: dict[str, tuple[str, ...]] = {
+    "roofline_binding_resource": ("roofline", "binding_resource"),
+    "contended": ("env", "contention", "contended"),
+}
+_INTS = {"BIGINT", "UBIGINT"}
+_SCALARS = _INTS | {"DOUBLE", "VARCHAR", "BOOLEAN", "NULL"}
+
+
+class Irregular(Exception):
+    """These files cannot be read here as flatten would read them (a record holds something
+    this reader does not mirror, or DuckDB failed: a file removed while read); parse them
+    in Python."""
+
+
+def _leaf(st: Any, path: Sequence[str]) -> Any:
+    """The structure at `path`, or None where a section on the way is not an object."""
+    for k in path:
+        if not isinstance(st, dict) or k not in st:
+            return None
+        st = st[k]
+    return st
+
+
+def _obj(st: Any) -> dict[str, Any] | None:
+    """An object's structure ('JSON' is json_structure's word for an empty object)."""
+    if isinstance(st, dict):
+        return st
+    return {} if st == "JSON" else None
+
+
+def _scalar(t: Any) -> bool:
+    return isinstance(t, str) and t in _SCALARS
+
+
+class _Col:
+    __slots__ = ("name", "path", "types", "sids", "scalar_only")
+
+    def __init__(self, name: str, path: tuple[str, ...], scalar_only: bool = False):
+        self.name, self.path, self.scalar_only = name, path, scalar_only
+        self.types: set[str] = set()   # JSON types of the values (a non-scalar as 'JSON')
+        self.sids: set[int] = set()    # the structures whose rows take their value from path
+
+
+def _plan(structs: dict[int, Any]) -> tuple[list[_Col], set[int], set[str], set[str]]:
+    """The columns, the structures that are records, metric and workload names."""
+    cols: dict[str, _Col] = {}
+    records: set[int] = set()
+    metrics: set[str] = set()
+    workload: set[str] = set()
+
+    def add(name: str, path: tuple[str, ...], sid: int, t: Any, scalar_only: bool = False) -> None:
+        c = cols.get(name)
+        if c is None:
+            c = cols[name] = _Col(name, path, scalar_only)
+        elif c.path != path:  # one column fed from two places: flatten's order decides per row
+            raise Irregular(f"column {name!r} comes from {'.'.join(c.path)} and {'.'.join(path)}")
+        c.sids.add(sid)
+        if t is not None:
+            c.types.add(t if _scalar(t) else "JSON")
+
+    for sid, st in structs.items():
+        if not (isinstance(st, dict) and "run_id" in st and "kind" in st):
+            continue
+        records.add(sid)
+        for name, path in BASE.items():
+            add(name, path, sid, _leaf(st, path))
+        wl = _obj(st.get("workload")) or {}
+        workload.update(wl)
+        for k, t in wl.items():
+            if _scalar(t):
+                add(k, ("workload", k), sid, t, scalar_only=True)
+        opts = _obj(_leaf(st, ("backend", "options"))) if _obj(st.get("backend")) is not None else None
+        for k, t in (opts or {}).items():
+            if _scalar(t) and t != "NULL" and k not in BASE and k not in wl:
+                add(f"opt_{k}", ("backend", "options", k), sid, t, scalar_only=True)
+        for name, m in (_obj(st.get("metrics")) or {}).items():
+            m = _obj(m)
+            if m is None:
+                continue
+            metrics.add(name)
+            for s in STATS:
+                if s in m:
+                    add(f"{name}_{s}", ("metrics", name, s), sid, m[s])
+        rf = _obj(st.get("roofline")) or {}
+        for part in ("bound", "efficiency"):
+            for k, t in (_obj(rf.get(part)) or {}).items():
+                add(f"roofline_{part}_{k}", ("roofline", part, k), sid, t)
+        for name, path in TAIL.items():
+            add(name, path, sid, _leaf(st, path))
+    for name in ("path", "_mtime_ns", "_size"):
+        if name in cols:
+            raise Irregular(f"a record field makes a column named {name!r}")
+    lower = [c.lower() for c in cols]
+    if len(set(lower)) != len(lower):
+        raise Irregular("column names that differ only in case")
+    return list(cols.values()), records, metrics, workload
+
+
+def _sql_type(types: set[str]) -> str | None:
+    """The DuckDB type that holds every value as flatten + pa.array would type it; 'JSON'
+    when only Python can (mixed types); None when every value is null."""
+    t = types - {"NULL"}
+    if not t:
+        return None
+    if t <= _INTS:
+        return "BIGINT"
+    if t <= _INTS | {"DOUBLE"}:
+        return "DOUBLE"
+    if len(t) == 1 and next(iter(t)) in ("VARCHAR", "BOOLEAN"):
+        return next(iter(t))
+    return "JSON"
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def read_rows(paths: list[str], data: list[bytes], mtimes: list[int], sizes: list[int],
+              array: Callable[[list[Any]], pa.Array]
+              ) -> tuple[pa.Table, set[str], set[str], list[int]]:
+    """The flat rows of the record files among `paths` (read: their bytes, mtime and size),
+    sorted by path, with `_mtime_ns` and `_size`; the metric and workload names seen; the
+    indexes of the files DuckDB could not read as JSON (for the caller to parse in Python).
+    `array` converts a column of Python values as the Python path does."""
+    import duckdb
+
+    offsets = np.zeros(len(data) + 1, np.int64)
+    np.cumsum([len(b) for b in data], out=offsets[1:])
+    raw = pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(data),
+                                           [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))])
+    files = pa.table({"i": pa.array(range(len(paths)), pa.int64()), "path": pa.array(paths, pa.string()),
+                      "raw": raw, "_mtime_ns": pa.array(mtimes, pa.int64()),
+                      "_size": pa.array(sizes, pa.int64())})
+    tmp = tempfile.mkdtemp(prefix="llmbench-index-")  # only used if the copy exceeds memory
+    try:
+        con = duckdb.connect(config={"temp_directory": tmp})
+        try:
+            con.register("files", files)
+            return _read(con, array)
+        except duckdb.Error as e:
+            raise Irregular(f"DuckDB: {str(e).splitlines()[0]}") from e
+        finally:
+            con.close()
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _read(con, array: Callable[[list[Any]], pa.Array]
+          ) -> tuple[pa.Table, set[str], set[str], list[int]]:
+    con.execute("SET preserve_insertion_order = false")
+    # One parse per file here (the structure; NULL when not UTF-8 JSON), one in the transform.
+    con.execute(
+        "CREATE TEMP TABLE docs AS SELECT i, path, _mtime_ns, _size, text, hash(st) AS sid, st "
+        "FROM (SELECT *, try(json_structure(text)) AS st FROM ("
+        " SELECT i, path, _mtime_ns, _size, try(decode(raw)) AS text FROM files))")
+    unreadable = [i for (i,) in con.execute("SELECT i FROM docs WHERE st IS NULL").fetchall()]
+    distinct = con.execute("SELECT st, any_value(sid) FROM docs WHERE st IS NOT NULL GROUP BY st"
+                           ).fetchall()
+    structs = {sid: json.loads(st) for st, sid in distinct}
+    if len(structs) != len(distinct):
+        raise Irregular("two structures share a hash")
+    cols, records, metrics, workload = _plan(structs)
+    if not records:
+        return pa.table({}), metrics, workload, unreadable
+
+    schema: dict[str, Any] = {}
+    exprs = ["path"]
+    for c in cols:
+        sql_t = _sql_type(c.types)
+        if sql_t is None:
+            continue
+        node = schema
+        for k in c.path[:-1]:
+            node = node.setdefault(k, {})
+            if not isinstance(node, dict):
+                raise Irregular(f"{'.'.join(c.path)} lies under a value")
+        if c.path[-1] in node and node[c.path[-1]] != sql_t:
+            raise Irregular(f"{'.'.join(c.path)} is read twice")
+        node[c.path[-1]] = sql_t
+        e = "d" + "".join("." + _ident(k) for k in c.path)
+        if c.sids != records:  # rows of other structures do not take this value (opt_*)
+            e = f"CASE WHEN sid IN ({','.join(str(s) for s in sorted(c.sids))}) THEN {e} END"
+        exprs.append(f"{e} AS {_ident(c.name)}")
+    exprs += ["_mtime_ns", "_size"]
+    sids = ",".join(str(s) for s in sorted(records))
+    sql = (f"SELECT {', '.join(exprs)} FROM (SELECT path, sid, _mtime_ns, _size, "
+           f"json_transform(text, $schema) AS d FROM docs WHERE sid IN ({sids})) ORDER BY path")
+    got = con.sql(sql, params={"schema": json.dumps(schema)}).to_arrow_table()
+    n = got.num_rows
+    out: dict[str, pa.Array] = {}
+    for c in cols:
+        if c.name not in got.column_names:
+            out[c.name] = pa.nulls(n)
+            continue
+        a = got.column(c.name).combine_chunks()
+        if _sql_type(c.types) == "JSON":  # mixed types: converted as the Python path does
+            vals = [None if v is None else json.loads(v) for v in a.to_pylist()]
+            if c.scalar_only:
+                vals = [None if isinstance(v, (dict, list)) else v for v in vals]
+            a = array(vals)
+        out[c.name] = _plain(a)
+    for c in ("path", "_mtime_ns", "_size"):
+        out[c] = _plain(got.column(c).combine_chunks())
+    return pa.table(out), metrics, workload, unreadable
+
+
+def _plain(a: pa.Array) -> pa.Array:
+    """Text as pa.string(), as pa.array makes it from Python strings."""
+    if pa.types.is_large_string(a.type) or pa.types.is_string_view(a.type):
+        return a.cast(pa.string())
+    return a

@@ -1,0 +1,201 @@
+"""The index built by DuckDB (store/bulk.py) holds the rows that parsing every record in Python
+gives, and a store changed after its index was built is caught up (added, changed, deleted)."""
+
+import json
+import math
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from report_records import own_records, reference_records
+
+from llmbench.store import bulk, index
+from llmbench.store.index import load_index, read_table
+from llmbench.store.store import Store, flatten
+
+
+def _expected(paths):
+    """Every record file parsed here with the json module, flattened by store.flatten (the one
+    definition of a row): path -> row, and the metric and workload names."""
+    rows, metrics, workload = {}, set(), set()
+    for p in paths:
+        try:
+            doc = json.loads(Path(p).read_bytes())
+        except ValueError:
+            continue
+        if isinstance(doc, dict) and "run_id" in doc and "kind" in doc:
+            rows[p] = flatten(doc, path=Path(p))
+            metrics |= {k for k, v in (doc.get("metrics") or {}).items() if isinstance(v, dict)}
+            workload |= set(doc.get("workload") or {})
+    return rows, metrics, workload
+
+
+def _same(a, b):
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return a == b and type(a) is type(b)
+
+
+def _check(table, want_rows, paths, differ=()):
+    got = {r["path"]: r for r in table.to_pylist()}
+    assert sorted(got) == sorted(want_rows)
+    if paths is not None:  # read_table's rows are sorted by path (an index's need not be)
+        assert table.column("path").to_pylist() == sorted(want_rows)
+    cols = set().union(*(r.keys() for r in want_rows.values()))
+    assert set(table.column_names) == cols | {"_mtime_ns", "_size"}
+    # A column of mixed types, or of an integer past int64, is text (str() of each value), as
+    # the Python path makes it.
+    def mixed(c):
+        vals = [v for r in want_rows.values() if (v := r.get(c)) is not None]
+        types = {type(v) for v in vals}
+        return (len(types) > 1 and not types <= {int, float}) or \
+            any(type(v) is int and not -2 ** 63 <= v < 2 ** 63 for v in vals)
+    mixed = {c for c in cols if mixed(c)}
+    for p, want in want_rows.items():
+        st = os.stat(p)
+        assert got[p]["_mtime_ns"] == st.st_mtime_ns and got[p]["_size"] == st.st_size
+        for c in cols - set(differ):
+            w, g = want.get(c), got[p][c]
+            if w is None:
+                assert g is None, (p, c, g)
+            elif c in mixed:
+                assert g == str(w), (p, c, g, w)
+            elif isinstance(w, int) and not isinstance(w, bool) and isinstance(g, float):
+                assert g == float(w), (p, c)  # a column of ints and floats is double
+            else:
+                assert _same(g, w), (p, c, g, w)
+    return got
+
+
+def _irregular_store(root: Path) -> list[str]:
+    """Records and files that exercise every rule of flatten the DuckDB reader mirrors."""
+    store = Store(root)
+    recs = reference_records()[:6] + own_records()[:6]
+    recs[0].workload["kv_cache_dtype"] = 8          # 8 here, 'auto' elsewhere: a text column
+    recs[1].workload["flag"] = True                 # a boolean column
+    recs[2].workload["flag"] = None
+    recs[3].workload["shape"] = [1, 2]              # not a scalar: a workload name, no column
+    recs[4].workload["shape"] = "1x2"               # ... a scalar in another record
+    recs[5].workload["bigint"] = 2 ** 70            # past 64 bits: the one known difference
+    recs[6].backend.options = {"loop": "step", "threads": 4, "none": None}
+    recs[7].backend.options = {"loop": "graph", "threads": 2}
+    recs[7].workload["threads"] = 2                 # said by the workload: no opt_threads here
+    recs[8].workload["mixed_num"] = 3               # an int here, a float there: double
+    recs[9].workload["mixed_num"] = 2.5
+    paths = [str(store.write(r)) for r in recs]
+    d = root / "hand"
+    d.mkdir()
+    docs = {
+        "odd_metrics.json": {"run_id": "h", "kind": "inference", "status": "ok",
+                             "metrics": {"x_s": {"mean": 1, "p50": "n/a", "std": None},
+                                         "y_s": 3, "z_s": {}},
+                             "roofline": {"bound": {"x_s": 2.0}, "efficiency": "bad",
+                                          "binding_resource": "hbm"},
+                             "backend": "not an object", "env": {"contention": {"contended": True}},
+                             "source": {"tool": "vllm-bench"}, "workload": {"batch_size": "auto"}},
+        "not_a_record.json": {"run_id": "h"},
+        "a_list.json": [1, 2, 3],
+    }
+    for name, doc in docs.items():
+        (d / name).write_text(json.dumps(doc))
+    (d / "nan.json").write_text('{"run_id": "h", "kind": "inference", "metrics": '
+                                '{"x_s": {"mean": NaN}}}')  # not JSON, but both read it
+    (d / "torn.json").write_text('{"run_id": "h", "ki')
+    (d / "latin1.json").write_bytes(b'{"run_id": "\xe9", "kind": "x"}')
+    return paths + [str(p) for p in sorted(d.iterdir())]
+
+
+def test_duckdb_rows_equal_rows_parsed_in_python(tmp_path):
+    paths = _irregular_store(tmp_path)
+    want, want_metrics, want_workload = _expected(paths)
+    # The DuckDB reader itself reads these (no fallback to Python for the whole set) and
+    # leaves only the files it cannot parse as JSON to Python.
+    f = index._Files(sorted(paths))
+    table, metrics, workload, left = bulk.read_rows(f.paths, f.data, f.mtimes, f.sizes, index._array)
+    assert sorted(Path(f.paths[i]).name for i in left) == ["latin1.json", "torn.json"]
+    assert table.num_rows == len(want)
+    m, w = set(), set()
+    with pytest.warns(UserWarning, match="unreadable record"):
+        got_table = read_table(paths, m, w, bulk=True)
+    # An integer literal past 64 bits is text in Python (pa.array cannot hold it) and a double
+    # in DuckDB (json_structure calls it DOUBLE): documented in store/bulk.py.
+    got = _check(got_table, want, paths, differ=["bigint"])
+    assert [v for v in got_table.column("bigint").to_pylist() if v] == [float(2 ** 70)]
+    assert m == want_metrics and w == want_workload
+    assert "x_s" in m and "z_s" in m and "y_s" not in m
+    # Known values, read off the documents above.
+    by_name = {Path(p).name: r for p, r in got.items()}
+    assert by_name["odd_metrics.json"]["x_s_p50"] == "n/a" and by_name["odd_metrics.json"]["x_s_mean"] == 1.0  # NaN elsewhere: double
+    assert by_name["odd_metrics.json"]["batch_size"] == "auto"
+    assert by_name["odd_metrics.json"]["source_tool"] == "vllm-bench"
+    assert by_name["odd_metrics.json"]["contended"] is True
+    assert by_name["odd_metrics.json"]["backend"] is None
+    assert math.isnan(by_name["nan.json"]["x_s_mean"])
+    assert got_table.column("x_s_std").null_count == got_table.num_rows  # present, always null
+    opt = {r["opt_loop"]: r["opt_threads"] for r in got.values() if r.get("opt_loop")}
+    assert opt == {"step": 4, "graph": None}
+    assert "opt_none" not in got_table.column_names
+    # the six reference records say 'auto', the first now 8; the own ones have no such field
+    assert sorted(v for v in got_table.column("kv_cache_dtype").to_pylist() if v) == ["8"] + ["auto"] * 5
+    assert sorted(v for v in got_table.column("shape").to_pylist() if v) == ["1x2"]
+    assert sorted(v for v in got_table.column("mixed_num").to_pylist() if v) == [2.5, 3.0]
+    # And the same table as the Python path, column types included.
+    py = read_table([p for p in paths if not p.endswith(("latin1.json", "torn.json"))],
+                    set(), set(), bulk=False)
+    assert {f.name: f.type for f in py.schema if f.name != "bigint"} == \
+        {f.name: f.type for f in got_table.schema if f.name != "bigint"}
+
+
+def test_a_column_fed_from_two_places_is_parsed_in_python(tmp_path):
+    """A workload field named like a row's own column (`model`): flatten lets the workload's
+    value win; the DuckDB reader does not guess, it hands the files to Python."""
+    store = Store(tmp_path)
+    recs = reference_records()[:3]
+    recs[0].workload["model"] = "from-workload"
+    paths = [str(store.write(r)) for r in recs]
+    f = index._Files(sorted(paths))
+    with pytest.raises(bulk.Irregular):
+        bulk.read_rows(f.paths, f.data, f.mtimes, f.sizes, index._array)
+    got = _check(read_table(paths, set(), set(), bulk=True), _expected(paths)[0], paths)
+    assert "from-workload" in {r["model"] for r in got.values()}
+
+
+def _age(root, seconds=3600):
+    t = time.time_ns() - seconds * 1_000_000_000
+    for d in [root, *[p for p in root.rglob("*") if p.is_dir()]]:
+        os.utime(d, ns=(t, t))
+
+
+@pytest.mark.parametrize("bulk_min", [0, 10 ** 9], ids=["duckdb", "python"])
+def test_changed_store_is_caught_up(tmp_path, monkeypatch, bulk_min):
+    monkeypatch.setenv("LLMBENCH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(index, "BULK_MIN_FILES", bulk_min)
+    root = tmp_path / "s"
+    store = Store(root)
+    recs = reference_records()[:8]
+    paths = [store.write(r) for r in recs]
+    _age(root)
+    first = load_index(root)
+    _check(first.table, _expected([str(p.resolve()) for p in paths])[0], None)
+
+    read = []
+    real = index.read_table
+    monkeypatch.setattr(index, "read_table", lambda ps, *a, **k: read.append(sorted(ps)) or real(ps, *a, **k))
+    added = store.write(own_records()[0])                   # added
+    paths[0].unlink()                                        # deleted
+    rec = reference_records()[1]                             # changed (by rename, as the store does)
+    rec.metrics["batch_latency_s"].mean = 123.0
+    tmp = paths[1].with_suffix(".tmp")
+    tmp.write_text(rec.model_dump_json())
+    os.replace(tmp, paths[1])
+    now = [added] + paths[1:]
+    idx = load_index(root)
+    want = _expected([str(p.resolve()) for p in now])[0]
+    got = _check(idx.table, want, None)
+    assert got[str(paths[1].resolve())]["batch_latency_s_mean"] == 123.0
+    assert str(paths[0].resolve()) not in got
+    # Only what changed was read again: the new file and the rewritten one.
+    assert read == [sorted([str(added.resolve()), str(paths[1].resolve())])]
+    assert "ttft_s" in idx.metrics  # the own record's metric joins the names
