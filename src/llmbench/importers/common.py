@@ -20,6 +20,9 @@ class ImportResult:
     tool: str
     records: list[Record] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)    # "file:line: what could not be read"
+    # True: a re-import replaces the file's run (one run id per file content); False: the
+    # records keep their own run ids (an llmbench export) and those already stored are skipped
+    replace: bool = True
 
     def lines(self) -> list[str]:
         flagged = sum(1 for r in self.records if r.notes)

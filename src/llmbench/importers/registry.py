@@ -20,6 +20,7 @@ TOOLS = {
     "inference-perf": "llmbench.importers.inference_perf",
     "optimum-benchmark": "llmbench.importers.optimum_benchmark",
     "llama-bench": "llmbench.importers.llama_bench",
+    "parquet": "llmbench.importers.parquet",
 }
 
 
@@ -62,8 +63,14 @@ def import_file(tool: str, path: Path, results: Path, **names) -> tuple[ImportRe
     res = parse(tool, Path(path), **names)
     store = Store(results)
     run_dir = store.root / (res.records[0].run_id if res.records else "none")
-    for p in run_dir.glob("*.json") if res.records else []:
-        p.unlink()
+    if res.replace:
+        for p in run_dir.glob("*.json") if res.records else []:
+            p.unlink()
+    else:
+        from llmbench.exporters.identity import record_id
+
+        held = {record_id(d) for _, d in store.raw()}
+        res.records = [r for r in res.records if record_id(r.model_dump()) not in held]
     with ThreadPoolExecutor(max_workers=8) as ex:  # fsync per record dominates: overlap them
         list(ex.map(store.write, res.records))
     return res, run_dir, time.perf_counter() - t0
