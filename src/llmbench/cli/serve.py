@@ -71,6 +71,9 @@ def serve(
     uvloop: bool = typer.Option(True, "--uvloop/--no-uvloop", help="use uvloop when installed"),
     workers: int = typer.Option(1, "--workers", help="client processes sharing each point's load "
                                 "(for loads one event loop cannot drive; see docs/serving.md)"),
+    executor: str = typer.Option("local", "--executor", help="where the --workers client shards run: "
+                                 "local (processes of this host) | ray (actors on the Ray cluster "
+                                 "of RAY_ADDRESS, one CPU each, spread over its nodes)"),
     server_metrics: bool = typer.Option(True, "--server-metrics/--no-server-metrics",
                                         help="scrape the server's Prometheus /metrics during each point"),
     metrics_interval: float = typer.Option(1.0, "--metrics-interval", help="seconds between scrapes"),
@@ -127,7 +130,7 @@ def serve(
         burstiness=burstiness, max_concurrency=max_concurrency, num_prompts=num_prompts,
         duration_s=duration, warmup=warmup, warmup_requests=warmup_requests, cooldown=cooldown, slo=parse_slo(slo),
         timeout_s=timeout, seed=seed, force_output=force_output, extra_body=extra,
-        use_uvloop=uvloop, workers=workers, server_metrics=server_metrics, metrics_interval_s=metrics_interval,
+        use_uvloop=uvloop, workers=workers, executor=executor, server_metrics=server_metrics, metrics_interval_s=metrics_interval,
         trace=trace, trace_format=trace_format, trace_speedup=trace_speedup,
         max_input_len=max_input_len, max_output_len=max_output_len, find_max_rate=find_max_rate,
         slo_fraction=slo_fraction, rate_tolerance=rate_tolerance, max_points=max_points)
@@ -282,7 +285,9 @@ def _config(**kw):
     try:
         return ServeConfig(**kw)
     except ValidationError as e:
-        raise SpecError([("--" + str(err["loc"][0]).removesuffix("_s").replace("_", "-"), err["msg"])
+        # a rule across fields (a model validator) has no location: it names its flags itself
+        raise SpecError([("--" + str(err["loc"][0]).removesuffix("_s").replace("_", "-")
+                          if err["loc"] else "options", err["msg"].removeprefix("Value error, "))
                          for err in e.errors()]) from None
 
 

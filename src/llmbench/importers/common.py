@@ -29,6 +29,9 @@ class ImportResult:
     problems: list[str] = field(default_factory=list)    # "file:line: what could not be read"
     counts: dict[str, int] = field(default_factory=dict)  # the importer's own tallies ("rows read")
     remarks: list[str] = field(default_factory=list)      # read but not imported (columns, ...)
+    # True: a re-import replaces the file's run (one run id per file content); False: the
+    # records keep their own run ids (an llmbench export) and those already stored are skipped
+    replace: bool = True
 
     def lines(self) -> list[str]:
         flagged = sum(1 for r in self.records if r.notes)

@@ -21,6 +21,7 @@ TOOLS = {
     "optimum-benchmark": "llmbench.importers.optimum_benchmark",
     "llama-bench": "llmbench.importers.llama_bench",
     "llm-inference-bench": "llmbench.importers.llm_inference_bench",  # the published study
+    "parquet": "llmbench.importers.parquet",
 }
 
 
@@ -100,12 +101,17 @@ def import_path(tool: str, path: Path, results: Path, annotate: bool = True, **n
     res = parse(tool, Path(path), **names)
     t1 = time.perf_counter()
     bounded = 0
-    if annotate:
+    if annotate and res.replace:   # an llmbench export carries its own bounds, as stored
         from llmbench.roofline import annotate as attach
 
         bounded = sum(bool(attach(r)) for r in res.records)
     t2 = time.perf_counter()
     store = Store(results)
-    _, replaced = write_all(store, res.records, replace_runs=True)
+    if not res.replace:   # an llmbench export: its records keep their run ids; skip those held
+        from llmbench.exporters.identity import record_id
+
+        held = {record_id(d) for _, d in store.raw()}
+        res.records = [r for r in res.records if record_id(r.model_dump()) not in held]
+    _, replaced = write_all(store, res.records, replace_runs=res.replace)
     dirs = [store.run_dir(rid) for rid in dict.fromkeys(r.run_id for r in res.records)]
     return Imported(res, dirs, bounded, replaced, t1 - t0, t2 - t1, time.perf_counter() - t2)

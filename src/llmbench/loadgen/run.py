@@ -34,6 +34,7 @@ class LoadResult:
     selfcheck: SelfCheck | None = None
     connections_opened: int = 0
     prompts_reused: bool = False
+    shards: list[dict] | None = None   # client shards on Ray (shards.py): one entry each
 
 
 async def run_load(ep: Endpoint, requests: list[bytes], schedule: Schedule, *,

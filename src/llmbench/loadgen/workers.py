@@ -59,9 +59,11 @@ def _split(total: int, weights: list[int]) -> list[int]:
     return parts
 
 
-def plan(schedule: Schedule, n_requests: int, workers: int) -> list[Share]:
+def plan(schedule: Schedule, n_requests: int, workers: int, thin: bool = False) -> list[Share]:
     """Each worker's share of a point; workers left without work are dropped (fewer requests
-    or slots than workers)."""
+    or slots than workers). Open loop: arrivals dealt round-robin, or with `thin` (Ray shards)
+    each to a worker drawn at random (seeded), so that each worker's stream is itself a
+    Poisson process of rate R/N; a replayed trace is always dealt by request."""
     if schedule.closed_loop:
         slots = _split(schedule.concurrency, [1] * min(workers, schedule.concurrency))
         # with -n, the requests; with a duration, the prompt pool each worker cycles through
@@ -76,9 +78,16 @@ def plan(schedule: Schedule, n_requests: int, workers: int) -> list[Share]:
     arrivals = schedule.arrivals()
     caps = _split(schedule.concurrency, [1] * min(workers, schedule.concurrency)) \
         if schedule.concurrency else [None] * workers
+    if thin and schedule.offsets_s is None:
+        import numpy as np
+
+        owner = np.random.default_rng([schedule.seed, len(caps)]).integers(0, len(caps), len(arrivals))
+        dealt = [np.flatnonzero(owner == w).tolist() for w in range(len(caps))]
+    else:
+        dealt = [list(range(w, len(arrivals), len(caps))) for w in range(len(caps))]
     out = []
     for w, cap in enumerate(caps):
-        idx = list(range(w, len(arrivals), len(caps)))
+        idx = dealt[w]
         if idx:
             out.append(Share(Schedule(rate=schedule.rate, offsets_s=tuple(arrivals[i] for i in idx),
                                       num_prompts=len(idx), concurrency=cap, seed=schedule.seed), idx))

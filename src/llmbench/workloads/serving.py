@@ -198,7 +198,12 @@ def _measure(cfg: ServeConfig, target: Target, url: str, served: str, sch: Sched
         scraper.start()
     try:
         with meter.window() as win:
-            if cfg.workers > 1:
+            if cfg.executor == "ray":
+                from llmbench.loadgen.shards import run_shards
+
+                res = run_shards(ep, reqs, sch, cfg.workers, timeout_s=cfg.timeout_s,
+                                 use_uvloop=cfg.use_uvloop)
+            elif cfg.workers > 1:
                 from llmbench.loadgen.workers import run_workers
 
                 res = run_workers(ep, reqs, sch, cfg.workers, timeout_s=cfg.timeout_s,
@@ -367,6 +372,8 @@ def _workload(cfg: ServeConfig, sch: Schedule, specs: list[RequestSpec], request
         w["prefix_groups"] = cfg.prefix_groups
     if cfg.workers > 1:
         w["client_workers"] = cfg.workers
+    if cfg.executor != "local":
+        w["client_executor"] = cfg.executor
     if cfg.turns > 1:
         w.update(turns=cfg.turns, think_time_s=cfg.think_time_s, sessions=sch.num_prompts // cfg.turns)
     if cfg.trace:

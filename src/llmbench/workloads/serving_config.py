@@ -93,14 +93,19 @@ class ServeConfig(BaseModel):
     extra_body: dict[str, Any] = Field(default_factory=dict)
     use_uvloop: bool = True
     workers: int = Field(1, ge=1)               # client processes (loadgen/workers.py)
+    # where the client shards run: "local" processes of this host, or "ray" actors wherever
+    # the cluster places them (loadgen/shards.py)
+    executor: Literal["local", "ray"] = "local"
     server_metrics: bool = True                 # scrape the server's Prometheus /metrics
     metrics_interval_s: float = Field(1.0, gt=0)
 
     @model_validator(mode="after")
     def _workers(self) -> ServeConfig:
-        if self.workers > 1 and (self.turns > 1 or self.find_max_rate):
-            raise ValueError("several client workers drive independent requests: not "
-                             "conversations (--turns) nor --find-max-rate (one watch sees every request)")
+        if (self.workers > 1 or self.executor == "ray") and (self.turns > 1 or self.find_max_rate):
+            who = "client shards on Ray" if self.executor == "ray" else "several client workers"
+            raise ValueError(f"{who} drive independent requests: not conversations (--turns; "
+                             "each turn needs the last answer in the same client) nor "
+                             "--find-max-rate (its early stop watches every request in one loop)")
         return self
 
     @field_validator("slo")

@@ -116,6 +116,10 @@ def summarize_point(outcomes: list[Outcome], res: LoadResult, cfg: ServeConfig, 
                    "processes": sc.processes, "busiest_cpu_util": sc.busiest_cpu_util},
         "itl_fidelity": fidelity,
     }
+    if res.shards is not None:   # Ray client shards: each one's host, load, CPU, lag and clock
+        serving["client"]["shards"] = res.shards
+        notes += [f"client shard {s['shard']} ({s['host']}): {w}" for s in res.shards
+                  for w in s["warnings"]]
     energy_per_token(energy_j, serving["output_tokens"], serving["prompt_tokens"], metrics)
     return metrics, serving, notes
 

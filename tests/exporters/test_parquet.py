@@ -1,0 +1,94 @@
+"""`llmbench export parquet` and its way back, `llmbench import parquet`."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from llmbench.store.store import Store
+
+
+def llmbench(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "llmbench", *args], capture_output=True, text=True)
+
+
+def _docs(root: Path) -> dict[tuple, dict]:
+    """The records of a store, by (run id, point key, created at), read straight from the files."""
+    out = {}
+    for p in sorted(root.rglob("*.json")):
+        d = json.loads(p.read_text())
+        out[(d["run_id"], d.get("point_key"), d["created_at"])] = d
+    return out
+
+
+def test_round_trip_gives_the_same_records_and_rows(h200_store, tmp_path):
+    out = tmp_path / "x.parquet"
+    r = llmbench("export", "parquet", str(h200_store), str(out))
+    assert r.returncode == 0, r.stderr
+    before = _docs(h200_store)
+    assert f"wrote {len(before)} records" in r.stdout
+
+    back = tmp_path / "back"
+    r = llmbench("import", "parquet", str(out), "--results", str(back))
+    assert r.returncode == 0, r.stderr
+    after = _docs(back)
+    assert after == before  # every field, samples included, under the same run ids
+    # the same flat view: `results --format csv` of both stores, row for row (columns come in
+    # the order the files are read, and file names are random: compare by name)
+    def rows(root):
+        text = llmbench("results", "--results", str(root), "--format", "csv").stdout
+        return sorted((tuple(sorted((k, v) for k, v in r.items() if k != "path"))
+                       for r in csv.DictReader(io.StringIO(text))))
+    a, b = rows(h200_store), rows(back)
+    assert len(a) == len(before)
+    assert a == b
+
+
+def test_reimport_writes_nothing_twice(h200_store, tmp_path):
+    out = tmp_path / "x.parquet"
+    assert llmbench("export", "parquet", str(h200_store), str(out)).returncode == 0
+    back = tmp_path / "back"
+    for _ in range(2):
+        assert llmbench("import", "auto", str(out), "--results", str(back)).returncode == 0
+    assert len(list(back.rglob("*.json"))) == len(list(h200_store.rglob("*.json")))
+
+
+def test_columns_are_the_results_columns_and_readable_by_duckdb(h200_store, tmp_path):
+    out = tmp_path / "x.parquet"
+    assert llmbench("export", "parquet", str(h200_store), str(out)).returncode == 0
+    header = llmbench("results", "--results", str(h200_store), "--format", "csv").stdout.splitlines()[0]
+    con = duckdb.connect()
+    cols = [c[0] for c in con.execute(f"DESCRIBE SELECT * FROM '{out}'").fetchall()]
+    assert cols == [c for c in header.split(",") if c != "path"] + ["record_id", "record_json"]
+    # a value read through DuckDB equals the one in the record file, found independently
+    docs = _docs(h200_store)
+    want = {(k[0], k[1]): d["metrics"]["output_throughput_tok_s"]["median"] for k, d in docs.items()
+            if d["status"] == "ok" and "output_throughput_tok_s" in d["metrics"]}
+    got = dict(((a, b), v) for a, b, v in con.execute(
+        f"SELECT run_id, point_key, output_throughput_tok_s_median FROM '{out}' "
+        "WHERE output_throughput_tok_s_median IS NOT NULL").fetchall())
+    assert want and got == pytest.approx(want)
+
+
+def test_where_filter_and_bad_destinations(h200_store, tmp_path):
+    out = tmp_path / "t.parquet"
+    r = llmbench("export", "parquet", str(h200_store), str(out), "--where", "kind='training'")
+    assert r.returncode == 0, r.stderr
+    n = sum(1 for d in _docs(h200_store).values() if d["kind"] == "training")
+    assert n and f"wrote {n} records" in r.stdout
+    r = llmbench("export", "parquet", str(h200_store), str(tmp_path))
+    assert r.returncode == 2 and "is a directory" in r.stderr
+    r = llmbench("export", "parquet", str(tmp_path / "nope"), str(out))
+    assert r.returncode == 2 and "not a results directory" in r.stderr
+    not_ours = tmp_path / "other.parquet"
+    duckdb.sql(f"COPY (SELECT 1 AS a) TO '{not_ours}' (FORMAT parquet)")
+    r = llmbench("import", "parquet", str(not_ours), "--results", str(tmp_path / "b"))
+    assert r.returncode == 2 and "record_json" in r.stderr
+    assert not Store(tmp_path / "b").paths()
