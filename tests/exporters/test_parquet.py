@@ -12,6 +12,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from llmbench.store.record import Record
 from llmbench.store.store import Store
 
 
@@ -39,7 +40,11 @@ def test_round_trip_gives_the_same_records_and_rows(h200_store, tmp_path):
     r = llmbench("import", "parquet", str(out), "--results", str(back))
     assert r.returncode == 0, r.stderr
     after = _docs(back)
-    assert after == before  # every field, samples included, under the same run ids
+    # every field, samples included, under the same run ids (a record written by an older
+    # llmbench comes back with today's schema's defaults for the fields it did not have)
+    assert after.keys() == before.keys()
+    for k, doc in before.items():
+        assert after[k] == Record.model_validate(doc).model_dump(mode="json"), k
     # the same flat view: `results --format csv` of both stores, row for row (columns come in
     # the order the files are read, and file names are random: compare by name)
     def rows(root):
