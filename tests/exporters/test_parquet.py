@@ -97,3 +97,16 @@ def test_where_filter_and_bad_destinations(h200_store, tmp_path):
     r = llmbench("import", "parquet", str(not_ours), "--results", str(tmp_path / "b"))
     assert r.returncode == 2 and "record_json" in r.stderr
     assert not Store(tmp_path / "b").paths()
+
+
+@pytest.mark.parametrize("keep", [0, 4, 100, 0.5, -8])
+def test_a_cut_or_damaged_file_is_one_message(h200_store, tmp_path, keep):
+    out = tmp_path / "x.parquet"
+    assert llmbench("export", "parquet", str(h200_store), str(out)).returncode == 0
+    data = out.read_bytes()
+    n = int(len(data) * keep) if isinstance(keep, float) else keep
+    bad = tmp_path / "bad.parquet"
+    bad.write_bytes(data[:n] if n >= 0 else data[:n] + b"\0" * 8)
+    r = llmbench("import", "parquet", str(bad), "--results", str(tmp_path / "b"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert not Store(tmp_path / "b").paths()
