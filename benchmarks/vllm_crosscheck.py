@@ -15,7 +15,12 @@ By default both run on ONE engine, in this process, in interleaved rounds, so th
 on a shared machine hits both alike: vLLM's benchmark gets the engine llmbench loaded (its
 `LLM.from_engine_args` is pointed at it; the engine arguments parsed from the same settings are
 printed for comparison). `--own-engine` lets vLLM's benchmark build its own engine instead
-(once, after llmbench's is closed: no interleaving, so drift is not cancelled).
+(after llmbench's is closed: no interleaving, so drift is not cancelled).
+
+Like with like (benchmarks/crosscheck_stats.py): the median of per-batch latencies on both
+sides, printed as a throughput ratio llmbench / vLLM (> 1 = llmbench faster); the engine is
+warmed up once (2 untimed batches) and then each side gets `--warmups` untimed batches per
+round (llmbench `warmups`, vLLM `--num-iters-warmup`); the side going first alternates.
 
 Known differences that remain: vLLM's benchmark samples with temperature 1.0 (llmbench is
 greedy) and uses random prompt ids below 10000 (llmbench uses windows of the bundled text);
@@ -23,7 +28,7 @@ llmbench steps the engine itself with per-step (DELTA) outputs to stamp every to
 column, `LLM.generate` with llmbench's sampling on the same engine, separates the two.
 
     .venv/bin/python benchmarks/vllm_crosscheck.py [--batch-size 4] [--input-len 32]
-        [--output-len 32] [--rounds 5] [--per-round 4] [--own-engine]
+        [--output-len 32] [--rounds 5] [--per-round 4] [--warmups 1] [--own-engine]
     # on the H200 (benchmarks/h200/campaign.py vllm-128):
     python3 benchmarks/vllm_crosscheck.py --device cuda --model llama-3-8b --dtype bf16 \
         --batch-size 1,64 --input-len 128 --output-len 128 --rounds 3 --per-round 3
@@ -35,8 +40,14 @@ import argparse
 import json
 import statistics
 import tempfile
+import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from crosscheck_stats import DIRECTION, order, speed_ratio  # noqa: E402
+
+ENGINE_WARMUP_BATCHES = 2   # untimed, once per batch size, before the rounds (the engine, shared)
 
 
 def vllm_latency(model_dir: str, a, batch: int, iters: int, warmup: int, gpu: bool) -> list[float]:
@@ -87,6 +98,7 @@ def main() -> None:
     ap.add_argument("--output-len", type=int, default=32)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--per-round", type=int, default=4, help="timed batches per side per round")
+    ap.add_argument("--warmups", type=int, default=1, help="untimed batches per side per round")
     ap.add_argument("--own-engine", action="store_true", help="vLLM's benchmark builds its own engine")
     ap.add_argument("--results", type=Path, default=None, help="also write the ratios here as JSON")
     a = ap.parse_args()
@@ -118,14 +130,18 @@ def main() -> None:
             vllm.LLM.from_engine_args = classmethod(lambda cls, engine_args, **kw: be.llm)
         for b in batches:
             point = base.model_copy(update={"batch_size": b})
-            run_offline(be, point.model_copy(update={"repeats": 1, "warmups": 2}), meter)  # warm-up
+            run_offline(be, point.model_copy(update={"repeats": 1, "warmups": ENGINE_WARMUP_BATCHES - 1}),
+                        meter)  # the engine's warm-up, shared by both sides
             for r in range(a.rounds):
-                m, notes = run_offline(be, point.model_copy(update={"seed": r}), meter)
-                assert not notes, notes
-                ours[b].extend(m["batch_latency_s"].samples)
+                for side in order(r):
+                    if side == "llmbench":
+                        m, notes = run_offline(be, point.model_copy(update={"seed": r, "warmups": a.warmups}),
+                                               meter)
+                        assert not notes, notes
+                        ours[b].extend(m["batch_latency_s"].samples)
+                    elif not a.own_engine:
+                        theirs[b].extend(vllm_latency(model_dir, a, b, a.per_round, warmup=a.warmups, gpu=gpu))
                 greedy[b].extend(direct_generate(be, a, b, 1000 * r + i) for i in range(a.per_round))
-                if not a.own_engine:
-                    theirs[b].extend(vllm_latency(model_dir, a, b, a.per_round, warmup=1, gpu=gpu))
         eff = be.effective_options()
     finally:
         be.close()
@@ -134,15 +150,18 @@ def main() -> None:
 
         os.environ.update({k: v for k, v in eff["env"].items()
                            if k.startswith("VLLM_CPU") or k == "LD_PRELOAD"})
-        for b in batches:
-            theirs[b] = vllm_latency(model_dir, a, b, a.rounds * a.per_round, warmup=3, gpu=gpu)
+        for b in batches:  # the same warm-ups: the engine's, then each round's
+            for r in range(a.rounds):
+                theirs[b] += vllm_latency(model_dir, a, b, a.per_round, gpu=gpu,
+                                          warmup=a.warmups + (ENGINE_WARMUP_BATCHES if r == 0 else 0))
 
     med = statistics.median
     rows = []
     print()
     print(f"vLLM {be.version()} on {a.device}, {a.model} {eff['dtype']}, enforce_eager={eff['enforce_eager']}, "
           f"cudagraph_mode={eff.get('cudagraph_mode')}, in {a.input_len}, out {a.output_len}, "
-          f"{'separate engines' if a.own_engine else f'one engine, {a.rounds} interleaved rounds'}")
+          f"{'separate engines' if a.own_engine else f'one engine, {a.rounds} rounds, order alternating'}; "
+          f"{a.warmups} warm-up batch(es) per side per round; medians; {DIRECTION}")
     for b in batches:
         tok = b * a.output_len
         print(f" batch {b}")
@@ -150,12 +169,13 @@ def main() -> None:
                           ("LLM.generate, greedy, forced", greedy[b])):
             print(f"  {label:30} median {med(xs) * 1e3:8.1f} ms  (n={len(xs)}, min {min(xs) * 1e3:.1f}, "
                   f"max {max(xs) * 1e3:.1f})  = {tok / med(xs):7.1f} output tok/s")
-        r1, r2 = med(ours[b]) / med(theirs[b]), med(ours[b]) / med(greedy[b])
-        print(f"  ratio llmbench / vLLM latency benchmark = {r1:.3f}")
-        print(f"  ratio llmbench / LLM.generate (same sampling) = {r2:.3f}")
+        r1 = speed_ratio(ours[b], theirs[b], time=True)
+        r2 = speed_ratio(ours[b], greedy[b], time=True)
+        print(f"  throughput ratio llmbench / vLLM latency benchmark = {r1:.3f}")
+        print(f"  throughput ratio llmbench / LLM.generate (same sampling) = {r2:.3f}")
         rows.append({"batch_size": b, "llmbench_s": ours[b], "vllm_latency_s": theirs[b],
                      "llm_generate_s": greedy[b], "ratio_vs_latency_benchmark": r1,
-                     "ratio_vs_llm_generate": r2})
+                     "ratio_vs_llm_generate": r2, "ratio_direction": DIRECTION})
     if a.results:
         a.results.mkdir(parents=True, exist_ok=True)
         (a.results / "vllm-crosscheck.json").write_text(json.dumps(

@@ -239,20 +239,38 @@ class InferenceKind(PointKind):
                     backend.point, backend.engine_options = p, p.options
                     run_point(backend, p, rec, on_repeat=lambda: say("repeat", p, 1))
                     say("measured", p, 0)  # the engine's part is over; what follows is bookkeeping
-                    rec.metrics["load_time_s"] = summarize([load_s], "s", keep_samples=False)
-                    rec.backend.options = backend.effective_options()
-                    for k, v in backend.model_facts().items():
-                        setattr(rec.model, k, v)
-                    rec.workload.update(backend.workload_facts())
-                    attach_roofline(rec)
                 except Exception as e:
                     rec.status, rec.error = "failed", describe(e)
                     release_memory()
+                else:
+                    rec.metrics["load_time_s"] = summarize([load_s], "s", keep_samples=False)
+                    _bookkeep(rec, backend)
             yield p, rec
         try:
             backend.close()
         except Exception:
             pass
+
+
+def _bookkeep(rec: Record, backend) -> None:
+    """What the engine reports about a measured point. A failure here costs that fact, noted,
+    never the measurement."""
+    def options():
+        rec.backend.options = backend.effective_options()
+
+    def model():
+        for k, v in backend.model_facts().items():
+            setattr(rec.model, k, v)
+
+    def workload():
+        rec.workload.update(backend.workload_facts())
+
+    for name, step in (("effective_options", options), ("model_facts", model),
+                       ("workload_facts", workload), ("roofline", lambda: attach_roofline(rec))):
+        try:
+            step()
+        except Exception as e:
+            rec.notes.append(f"bookkeeping error, measurement kept: {name}: {describe(e)}")
 
 
 # kept under their former names: tests and tools import them from here

@@ -50,6 +50,46 @@ def test_welch_interval_known_case():
     assert metric_change("output_throughput_tok_s", a, summarize([12, 12, 13, 12, 11], "tok/s")).verdict == "better"
 
 
+def test_t_quantile_at_non_integer_df_is_scipys():
+    from scipy.stats import t
+
+    for df in (1.0001, 1.3, 1.5, 1.99, 2.5, 3.7, 7.25, 41.6):
+        for p in (0.975, 0.995, 0.9):
+            assert t_quantile(p, df) == pytest.approx(float(t.ppf(p, df)), rel=1e-12), (p, df)
+
+
+@pytest.mark.parametrize("base,new", [
+    ([1.0, 1.0001], [1.5, 1.6]),                       # df 1.0000: t 12.7
+    ([2.0, 2.2, 2.1], [2.5, 3.5]),                     # df ~1.1
+    ([10.0, 10.4, 9.9, 10.1], [11.0, 12.5, 10.2]),     # df ~2.3
+    ([5.0, 5.1, 5.2, 5.05, 4.9, 5.3], [5.5, 5.6, 5.3, 6.4, 5.2]),
+])
+def test_welch_interval_is_scipys_at_non_integer_df(base, new):
+    from scipy.stats import ttest_ind
+
+    want = ttest_ind(new, base, equal_var=False).confidence_interval(0.95)
+    for keep in (True, False):   # from the raw samples, and from (mean, std, n) alone
+        c = metric_change("batch_latency_s", summarize(base, "s", keep_samples=keep),
+                          summarize(new, "s", keep_samples=keep))
+        assert (c.ci_low, c.ci_high) == (pytest.approx(want.low, rel=1e-9),
+                                         pytest.approx(want.high, rel=1e-9))
+
+
+def test_two_repeats_of_unequal_spread_are_no_significant_change(tmp_path):
+    # Welch's exact interval by hand: var 5e-9 and 5e-3, n 2 -> se 0.05, df 1.000002,
+    # t.ppf(0.975, 1) = 12.706; +0.55 +- 0.635 s: [-0.085, +1.185] s = [-8.5%, +118.5%]
+    _store(tmp_path, "A", [rec("A", [1.0, 1.0001])])
+    _store(tmp_path, "B", [rec("B", [1.5, 1.6], threads=2)])
+    res = str(tmp_path / "res")
+    r = CliRunner().invoke(app, ["compare", "A", "B", "--results", res, "--fail-on-regression", "5"])
+    assert r.exit_code == 0, r.output
+    assert "no significant change" in r.output and "REGRESSION" not in r.output, r.output
+    assert "-8.5%" in r.output and "+118.5%" in r.output, r.output
+    c = metric_change("batch_latency_s", summarize([1.0, 1.0001], "s"), summarize([1.5, 1.6], "s"))
+    assert c.ci_low == pytest.approx(0.55 - 12.7062 * 0.05, abs=1e-4)
+    assert c.ci_high == pytest.approx(0.55 + 12.7062 * 0.05, abs=1e-4)
+
+
 def test_faster_slower_and_no_change(tmp_path):
     base = [rec("A", noisy(1.0, seed=1), batch=1), rec("A", noisy(2.0, seed=2), batch=4)]
     new = [rec("B", noisy(0.5, seed=3), threads=2, batch=1),   # twice as fast

@@ -29,3 +29,27 @@ def test_single_value_and_empty():
     s = summarize([2.5], "s")
     assert s.n == 1 and s.mean == 2.5 and s.ci95_low is None and s.std == 0.0
     assert summarize([], "s").n == 0
+
+
+def test_ci_of_the_mean_at_two_and_three_repeats_is_students():
+    import math
+
+    # t quantiles in closed form: df 1 is Cauchy, tan(pi (p - 1/2)); df 2 is (2p-1)/sqrt(2p(1-p))
+    t1 = math.tan(math.pi * 0.475)                       # 12.706
+    s = summarize([1.0, 3.0], "s")                       # mean 2, sd sqrt(2), se 1
+    assert (s.ci95_low, s.ci95_high) == (pytest.approx(2 - t1), pytest.approx(2 + t1))
+    t2 = 0.95 / math.sqrt(2 * 0.975 * 0.025)             # 4.303
+    s = summarize([9.0, 10.0, 11.0], "s")                # mean 10, sd 1, se 1/sqrt(3)
+    assert (s.ci95_low, s.ci95_high) == (pytest.approx(10 - t2 / math.sqrt(3)),
+                                         pytest.approx(10 + t2 / math.sqrt(3)))
+    s = summarize([4.0, 4.0], "s")
+    assert s.ci95_low == s.ci95_high == 4.0
+
+
+def test_ci_covers_the_true_mean_about_95_percent_at_two_repeats():
+    # a percentile bootstrap gives [min, max] at n = 2: it covers about half the time
+    rng = np.random.default_rng(7)
+    hits = sum(s.ci95_low <= 0.0 <= s.ci95_high
+               for s in (summarize(rng.normal(0.0, 1.0, size=2), "s", keep_samples=False)
+                         for _ in range(400)))
+    assert 0.92 * 400 <= hits <= 0.98 * 400, hits

@@ -143,3 +143,66 @@ def test_open_loop_serving_bound_uses_requests_in_flight():
     bare = rec(kind="serving", concurrency=None, batch_size=None, metrics={"ttft_s": [0.05]})
     roofline.annotate(bare)
     assert bare.roofline.concurrency == 1.0 and "none recorded" in bare.roofline.concurrency_source
+
+
+# -- llama.cpp's compute roof: the arithmetic its kernels run for the GGUF type ------------------
+# LLaMA-3-8B by hand from its config (hidden 4096, 32 layers, 32 heads of 128, 8 KV heads,
+# MLP 14336, vocab 128256, untied): every parameter but the input embedding multiplies.
+_L, _H, _KV, _FF, _V = 32, 4096, 1024, 14336, 128256
+_MATMUL_PARAMS = (_L * (2 * _H * _H + 2 * _H * _KV + 3 * _H * _FF + 2 * _H)  # + 2 RMS norms
+                  + _H + _H * _V)                                             # final norm, lm_head
+_B, _S = 64, 128
+_PREFILL_FLOPS = _B * (2 * _MATMUL_PARAMS * _S + 4 * _L * _H * _S * (_S + 1) / 2)  # causal
+
+
+def _h200_point(backend, **workload):
+    r = rec(hw="NVIDIA H200", backend=backend, batch_size=_B, input_len=_S, output_len=128, **workload)
+    if backend == "llamacpp":
+        r.model.weight_bytes = 16_060_522_496
+    return r
+
+
+def test_llamacpp_f16_prefill_bound_is_the_16_bit_one():
+    bf16_peak = 989.5e12   # H200 SXM dense bf16/fp16 tensor peak (catalog, NVIDIA datasheet)
+    want = _PREFILL_FLOPS / bf16_peak      # 124.5 ms; memory (16 GB / 4.8 TB/s) is 3.3 ms
+    f16 = _h200_point("llamacpp", gguf_type="f16")
+    vllm = _h200_point("vllm")
+    for r in (f16, vllm):
+        b, _, _ = roofline.bound_for(r)
+        assert b.prefill_s == pytest.approx(want, rel=1e-9)
+    assert want == pytest.approx(0.1245, abs=1e-4)
+    # a synthetic model asked for F16 and not yet described by llama.cpp: the same
+    syn = rec(hw="NVIDIA H200", backend="llamacpp", batch_size=_B, input_len=_S, output_len=128)
+    syn.model.synthetic_weights = True
+    assert roofline.bound_for(syn)[0].prefill_s == pytest.approx(want, rel=1e-9)
+
+
+@pytest.mark.parametrize("gguf_type", ["q4_0", "q8_0"])
+def test_llamacpp_quantised_prefill_runs_mmq_at_the_int8_peak(gguf_type):
+    # 8192 prefill tokens > MMVQ's 8 on Hopper: ggml_cuda_should_use_mmq is true (Turing mma
+    # available), int8 tensor-core mma on q8_1 activations
+    b, _, _ = roofline.bound_for(_h200_point("llamacpp", gguf_type=gguf_type))
+    assert b.prefill_s == pytest.approx(_PREFILL_FLOPS / 1979e12, rel=1e-9)
+
+
+def test_llamacpp_f16_on_a_cpu_multiplies_in_fp32(monkeypatch):
+    monkeypatch.setattr("llmbench.hardware.cpu.local_cpu", lambda: _fake_cpu_fast_fp16())
+    r = rec(hw="cpu", model="smollm2-135m", backend="llamacpp", batch_size=4, input_len=64,
+            output_len=2, gguf_type="f16")
+    r.model.weight_bytes = 269e6
+    b, _, notes = roofline.bound_for(r)
+    # SmolLM2-135M: 30 layers, hidden 576, 9 heads (q_dim 576), tied: every parameter multiplies
+    flops = 4 * (2 * 134_515_008 * 64 + 4 * 30 * 576 * 64 * 65 / 2)
+    assert b.prefill_s == pytest.approx(flops / 0.1e12, rel=1e-9)   # fp32 0.1, not fp16 0.2
+    assert any("fp32" in n for n in notes)
+    q = r.model_copy(deep=True)
+    q.workload["gguf_type"] = "q8_0"
+    assert roofline.bound_for(q)[0].prefill_s == pytest.approx(flops / 0.4e12, rel=1e-9)
+
+
+def _fake_cpu_fast_fp16():
+    from llmbench.hardware import Hardware
+
+    return Hardware(id="cpu", name="test cpu", vendor="cpu", mem_bw_gbs=1000.0,
+                    peak_tflops={"fp32": 0.1, "tf32": None, "bf16": 0.2, "fp16": 0.2,
+                                 "int8": 0.4, "fp8": None}, source="measured", measured=True)

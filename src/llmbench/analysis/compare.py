@@ -12,8 +12,9 @@ dotted field path such as `workload.concurrency`).
 
 Statistics: for each metric both records hold with n >= 2, the change of the mean with a 95%
 Welch (unequal variances) t-interval of the difference, computed from the raw samples when the
-record kept them all, else from (mean, std, n). Percentages are that interval divided by the
-base mean. "No significant change" means the interval contains 0.
+record kept them all, else from (mean, std, n): Welch-Satterthwaite df (a real number, near 1
+at two repeats of unequal spread) and scipy.stats.t's quantile at that df. Percentages are that
+interval divided by the base mean. "No significant change" means the interval contains 0.
 """
 
 from __future__ import annotations
@@ -93,40 +94,11 @@ def guard_diffs(base: Record, new: Record, allow: set[str] = frozenset()) -> lis
 
 # -- statistics ---------------------------------------------------------------------------------
 def t_quantile(p: float, df: float) -> float:
-    """Student-t quantile (no scipy in the core): exact for df 1 and 2, else the Cornish-Fisher
-    expansion around the normal quantile (error < 0.005 at df >= 3 for p = 0.975)."""
-    if df <= 1:
-        return math.tan(math.pi * (p - 0.5))
-    if df <= 2:
-        return (2 * p - 1) * math.sqrt(2 / (4 * p * (1 - p)))
-    z = _norm_ppf(p)
-    g1 = (z ** 3 + z) / 4
-    g2 = (5 * z ** 5 + 16 * z ** 3 + 3 * z) / 96
-    g3 = (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / 384
-    g4 = (79 * z ** 9 + 776 * z ** 7 + 1482 * z ** 5 - 1920 * z ** 3 - 945 * z) / 92160
-    return z + g1 / df + g2 / df ** 2 + g3 / df ** 3 + g4 / df ** 4
+    """Student-t quantile at any real df > 0 (scipy.stats.t; imported here so that `import
+    llmbench` stays light)."""
+    from scipy.stats import t
 
-
-def _norm_ppf(p: float) -> float:
-    # Acklam's rational approximation (relative error < 1.2e-9)
-    a = (-3.969683028665376e+01, 2.209460984245205e+02, -2.759285104469687e+02,
-         1.383577518672690e+02, -3.066479806614716e+01, 2.506628277459239e+00)
-    b = (-5.447609879822406e+01, 1.615858368580409e+02, -1.556989798598866e+02,
-         6.680131188771972e+01, -1.328068155288572e+01)
-    c = (-7.784894002430293e-03, -3.223964580411365e-01, -2.400758277161838e+00,
-         -2.549671010322303e+00, 4.374664141464968e+00, 2.938163982698783e+00)
-    d = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e+00, 3.754408661907416e+00)
-    lo = 0.02425
-    if p < lo:
-        q = math.sqrt(-2 * math.log(p))
-        return (((((c[0] * q + c[1]) * q + c[2]) * q + c[3]) * q + c[4]) * q + c[5]) / \
-            ((((d[0] * q + d[1]) * q + d[2]) * q + d[3]) * q + 1)
-    if p > 1 - lo:
-        return -_norm_ppf(1 - p)
-    q = p - 0.5
-    r = q * q
-    return (((((a[0] * r + a[1]) * r + a[2]) * r + a[3]) * r + a[4]) * r + a[5]) * q / \
-        (((((b[0] * r + b[1]) * r + b[2]) * r + b[3]) * r + b[4]) * r + 1)
+    return float(t.ppf(p, df))
 
 
 def _moments(m: MetricStats) -> tuple[float, float, int] | None:

@@ -12,7 +12,10 @@ Record conventions (assumptions, stated once):
   'auto' means the engine's choice: llama.cpp runs the GGUF's own types, so its weight bytes
   are model.weight_bytes when the record carries them, else the bundled SmolLM2 GGUF's tensor
   bytes (Q4_1 blocks, Q8_0 embeddings: 96.6 MB, 5.7 bits/param), else Q4_1 (5.0 bits/param:
-  32 4-bit weights + fp16 scale + fp16 min per block); it computes with int8 dot products.
+  32 4-bit weights + fp16 scale + fp16 min per block). Its compute roof is the arithmetic its
+  kernels run for the record's GGUF type (`gguf_type`: llama.cpp's own description of the
+  file, else the type asked of a synthetic model): 16-bit types the 16-bit peak, quantised
+  types the int8 peak (llamacpp_compute below).
   Other engines under 'auto' load the HF copy in its stored dtype: bf16 (backend.options.dtype
   wins when it names one).
 - KV dtype: workload.kv_cache_dtype; 'auto'/None = 16-bit (fp32 when the weights are fp32).
@@ -32,8 +35,8 @@ from typing import Any
 
 from llmbench.hardware import Hardware, find
 from llmbench.models.catalog import CATALOG, ModelArch, canonical_name, get_arch
-from llmbench.roofline.model import (InferenceBound, TrainingBound, Workload, inference_bound,
-                                     training_bound)
+from llmbench.roofline.model import (BYTES, InferenceBound, TrainingBound, Workload,
+                                     inference_bound, training_bound)
 
 __all__ = ["annotate", "bound_for", "inference_bound", "training_bound", "Workload"]
 
@@ -70,26 +73,76 @@ def _bundled_gguf_bytes(model: str) -> float | None:
         return float(path.stat().st_size)
 
 
-def workload_of(rec, arch: ModelArch, notes: list[str]) -> Workload:
+# What llama.cpp computes each GGUF weight type's matmuls in, read in the llama.cpp that
+# llama-cpp-python 0.3.36 vendors (docs/roofline.md cites the functions): quantised types run
+# int8 dot products (CUDA MMQ / MMVQ on q8_1 activations, ggml-cuda/mmq.cu
+# ggml_cuda_should_use_mmq; CPU vec_dot against q8_0/q8_K), F16/BF16 their 16-bit type on CUDA
+# (cuBLAS, ggml-cuda.cu ggml_cuda_mul_mat), F16 fp32 FMAs on an x86 CPU.
+GGUF_MMQ_TYPES = frozenset({"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k",
+                            "q5_k", "q6_k", "iq1_s", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs",
+                            "iq3_s", "iq4_xs", "iq4_nl", "mxfp4"})
+GGUF_FLOAT_TYPES = {"f16": "fp16", "fp16": "fp16", "bf16": "bf16", "f32": "fp32", "fp32": "fp32"}
+
+
+def llamacpp_compute(gguf_type: str, hw: Hardware, notes: list[str]) -> str:
+    """The peak llama.cpp's matmuls on `gguf_type` weights can reach on `hw` (see above)."""
+    t = gguf_type.lower()
+    if t in GGUF_FLOAT_TYPES:
+        c = GGUF_FLOAT_TYPES[t]
+        if c == "fp16" and hw.vendor == "cpu":
+            notes.append("llama.cpp F16 on a CPU multiplies in fp32: the fp32 peak")
+            return "fp32"
+        return c
+    if t in GGUF_MMQ_TYPES:
+        return "int8"
+    # not an MMQ type: dequantised to 16-bit (CUDA) -- take the faster peak, a bound either way
+    notes.append(f"llama.cpp weight type {gguf_type!r}: kernels not read, the higher of the "
+                 "int8 and 16-bit peaks")
+    peaks = {d: hw.peak_flops(d) or 0.0 for d in ("int8", "fp16")}
+    return max(peaks, key=peaks.get)
+
+
+def _gguf_type(rec) -> str | None:
+    """A llama.cpp record's dominant GGUF weight type: llama.cpp's own description (workload),
+    else the type asked of a synthetic model (backend options; f16 its default), else None."""
+    w, opts = rec.workload or {}, rec.backend.options or {}
+    for v in (w.get("gguf_type"), opts.get("gguf_type")):
+        if isinstance(v, str) and v.strip():
+            return v.strip().lower()
+    return "f16" if rec.model.synthetic_weights else None
+
+
+def workload_of(rec, arch: ModelArch, notes: list[str], hw: Hardware) -> Workload:
     w = rec.workload or {}
     backend = (rec.backend.name or "").lower()
     wd = _dtype(w.get("weight_quant")) or _dtype(w.get("weight_dtype"))
     weight_bytes = None
     compute = None
     if wd is None:
+        gt = _gguf_type(rec) if backend == "llamacpp" else None
         if backend == "llamacpp":
-            weight_bytes = getattr(rec.model, "weight_bytes", None) or _bundled_gguf_bytes(arch.name)
-            if weight_bytes is None:
+            weight_bytes = getattr(rec.model, "weight_bytes", None)
+            if weight_bytes is None and gt is None:
+                weight_bytes = _bundled_gguf_bytes(arch.name)
+            if weight_bytes is None and gt is not None and gt in BYTES:
+                weight_bytes = arch.param_count() * BYTES[gt]
+                notes.append(f"llama.cpp weights {gt} ({BYTES[gt] * 8:.2f} bits/param)")
+            elif weight_bytes is None:
                 weight_bytes = arch.param_count() * Q4_1_BYTES_PER_PARAM
                 notes.append("llama.cpp weights assumed Q4_1 (5.0 bits/param)")
             else:
                 notes.append(f"llama.cpp weight bytes {weight_bytes / 1e6:.1f} MB from the GGUF")
-            wd, compute = "q4_1", "int8"
+            wd = GGUF_FLOAT_TYPES.get(gt or "q4_1", gt or "q4_1")
+            compute = llamacpp_compute(gt or "q4_1", hw, notes)
         else:
             wd = _dtype((rec.backend.options or {}).get("dtype")) or "bf16"
             if wd == "bf16" and w.get("weight_dtype") in (None, "auto"):
                 notes.append("weight dtype 'auto' taken as bf16")
+    elif backend == "llamacpp":
+        compute = llamacpp_compute(wd, hw, notes)
     kvd = _dtype(w.get("kv_cache_dtype"))
+    if backend == "llamacpp" and kvd is None:
+        kvd = "fp16"   # llama.cpp's default cache type (type_k / type_v F16)
     if wd in ("q8_0", "q4_0", "q4_1") and compute is None:
         compute = "int8"
     kv_cache = str(w.get("kv_cache", "")).lower() not in ("without", "false", "off", "none_kv")
@@ -121,7 +174,7 @@ def bound_for(rec) -> tuple[InferenceBound | TrainingBound, Hardware, list[str]]
         return b, hw, notes + b.notes
     if rec.kind not in ("inference", "serving", "reference"):
         return None
-    wl = workload_of(rec, arch, notes)
+    wl = workload_of(rec, arch, notes, hw)
     if rec.kind == "serving":
         wl.batch_size = serving_concurrency(rec)[0]
     if w.get("speculative_model") not in (None, "", "None"):
