@@ -77,9 +77,9 @@ def test_imported_records_are_catalogued(tool, path):
 
 
 def test_published_study_records_are_catalogued():
-    from llmbench.importers.llm_inference_bench import parse_dir
+    from llmbench.importers.llm_inference_bench import parse as parse_study
 
-    recs, _ = parse_dir(LIB)
+    recs = parse_study(LIB).records
     found = {k: v.unit for r in recs for k, v in r.metrics.items()}
     assert {"perplexity", "avg_power_w", "total_tokens_per_joule"} <= set(found)
     _assert_catalogued(found, "llm-inference-bench")
