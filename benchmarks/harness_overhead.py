@@ -65,10 +65,10 @@ def main() -> None:
 
     from llmbench.backends.llamacpp import LlamaCppBackend
     from llmbench.models import resolve
-    from llmbench.runner import attach_roofline, base_record, run_point
-    from llmbench.spec import Point
+    from llmbench.kinds.inference.kind import attach_roofline, base_record, run_point
+    from llmbench.kinds.inference.spec import Point
     from llmbench.store import Store
-    from llmbench.workloads.prompts import make_prompts
+    from llmbench.kinds.inference.prompts import make_prompts
 
     point = Point(backend="llamacpp", model="smollm2-135m", batch_size=1, input_len=a.input_len,
                   output_len=a.output_len, repeats=1, warmups=0)

@@ -132,8 +132,8 @@ def test_cli_by_run_id_and_fail_on_regression(tmp_path):
 
 # -- two real llama.cpp runs -------------------------------------------------------------------
 def _run(tmp_path, run_id, threads, repeats):
-    from llmbench.runner import run_sweep
-    from llmbench.spec import SweepSpec
+    from llmbench.kinds.inference.kind import run_sweep
+    from llmbench.kinds.inference.spec import SweepSpec
 
     spec = SweepSpec(backends=["llamacpp"], models=["smollm2-135m"], batch_size=[1],
                      input_len=[8], output_len=[16], repeats=repeats, warmups=1,

@@ -9,7 +9,7 @@ import pytest
 from launch_helpers import LLMBENCH, fault_env, keys, run_cli, stored, tiny_spec
 from llmbench.launch import faults
 from llmbench.launch.isolated import _exit_cause
-from llmbench.runner import _describe, is_out_of_memory
+from llmbench.kinds.inference.kind import _describe, is_out_of_memory
 from tests.conftest import needs_llamacpp
 
 

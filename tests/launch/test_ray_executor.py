@@ -7,7 +7,7 @@ import pytest
 
 from launch_helpers import fault_env, keys, run_cli, stored, tiny_spec
 from llmbench.launch.ray_executor import resources
-from llmbench.spec import EngineOptions, Point
+from llmbench.kinds.inference.spec import EngineOptions, Point
 from tests.conftest import needs_llamacpp
 
 needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
@@ -45,7 +45,7 @@ def test_ray_sweep_on_a_local_cluster(tmp_path):
 
 
 def test_devices_are_checked_against_the_largest_node():
-    from llmbench.runner import device_problems
+    from llmbench.kinds.inference.kind import device_problems
 
     p = Point(backend="vllm", model="llama-3-8b", device="cuda",
               options=EngineOptions(tensor_parallel=4, pipeline_parallel=2))

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from llmbench.errors import SpecError
 from llmbench.measure.timeline import RequestTimeline
 from llmbench.models.sources import ModelRef
-from llmbench.spec import EngineOptions, Point
+from llmbench.kinds.inference.spec import EngineOptions, Point
 
 
 class NoOptions(BaseModel):

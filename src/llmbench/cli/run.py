@@ -11,7 +11,7 @@ from rich.table import Table
 from llmbench.cli.common import console, out, pm
 from llmbench.errors import SpecError
 from llmbench.hardware.device import DEVICE_HELP
-from llmbench.spec import SweepSpec, load_spec, parse_assignments, parse_list
+from llmbench.kinds.inference.spec import SweepSpec, load_spec, parse_assignments, parse_list
 from llmbench.store.store import DEFAULT_RESULTS
 
 DEFAULT_BACKENDS = ("llamacpp", "transformers", "vllm")
@@ -111,7 +111,7 @@ def run(
             raise SpecError([("--point", f"{point} is out of range: the sweep has {len(points)} points (0..{len(points) - 1})")])
         points = [points[point]]
     if list_points:  # a dry run: every check that happens before a real run, then the points
-        from llmbench.runner import validate
+        from llmbench.kinds.inference.kind import validate
 
         validate(points)
         out.print(points_table(points, first=point or 0))
@@ -126,7 +126,7 @@ _FLAG_WORDS = {"true", "false", "yes", "no", "on", "off", "1", "0"}
 def _load(spec_file, ov):
     """The spec and its points; a bad spec is reported whole: its own problems and those of
     the points its valid rest expands into (models, engines), in one message."""
-    from llmbench.runner import check
+    from llmbench.kinds.inference.kind import check
 
     try:
         spec = load_spec(spec_file, ov)
@@ -186,7 +186,7 @@ def _work(p) -> int:
 
 def execute(spec, points, results: Path, *, resume=False, redo_failed=False, isolate=True,
             executor="local", run_id=None) -> None:
-    from llmbench.runner import resume_run_id, run_sweep, stored_count
+    from llmbench.kinds.inference.kind import resume_run_id, run_sweep, stored_count
     from llmbench.store import Store, new_run_id
 
     if run_id is None:  # fixed here so that an interrupted run can name it for --resume

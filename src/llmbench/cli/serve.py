@@ -15,7 +15,7 @@ from rich.table import Table
 
 from llmbench.cli.common import console, out
 from llmbench.errors import SpecError
-from llmbench.spec import parse_list
+from llmbench.kinds.inference.spec import parse_list
 from llmbench.store.store import DEFAULT_RESULTS
 
 
@@ -84,7 +84,7 @@ def serve(
 
     Exit status: 0 every point ok; 3 finished, but some points failed (their records say
     why); 2 bad input or no server (nothing ran); 130 interrupted. See docs/serving.md."""
-    from llmbench.workloads.serving_config import LengthDist, parse_slo
+    from llmbench.kinds.serving.config import LengthDist, parse_slo
 
     if (url is None) == (launch is None):
         raise SpecError([("URL / --launch", "give a server URL or --launch llamacpp|vllm (exactly one)")])
@@ -138,7 +138,7 @@ def serve(
     except ValueError as e:
         raise SpecError([("schedule", str(e))]) from None
     from llmbench.launch.pipeline import check_run_id, pick_point
-    from llmbench.workloads.serving_kind import ServeTarget, serve_points
+    from llmbench.kinds.serving.kind import ServeTarget, serve_points
 
     check_run_id(run_id)
     if find_max_rate and (resume or redo_failed):
@@ -171,7 +171,7 @@ def run(cfg, points, *, api_key, results: Path, run_id, resume: bool, redo_faile
     from llmbench.launch.pipeline import resume_command, resume_run_id, run_sweep, stored_count
     from llmbench.store.record import new_run_id
     from llmbench.store.store import Store
-    from llmbench.workloads.serving_kind import ServingKind
+    from llmbench.kinds.serving.kind import ServingKind
 
     store = Store(results)
     if run_id is None:  # fixed here so that an interrupted run can name it for --resume
@@ -272,7 +272,7 @@ def _config(**kw):
     """ServeConfig, its range checks reported as bad input (exit 2) naming the field."""
     from pydantic import ValidationError
 
-    from llmbench.workloads.serving_config import ServeConfig
+    from llmbench.kinds.serving.config import ServeConfig
 
     try:
         return ServeConfig(**kw)

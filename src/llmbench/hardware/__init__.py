@@ -128,7 +128,7 @@ def get(name: str) -> Hardware:
 def dense_peak_flops(device_name: str, precision: str) -> float | None:
     """Dense datasheet peak FLOP/s of `precision` exactly as the datasheet gives it (fp32 is
     fp32, not TF32), falling back to the wider compute type where the device lacks it. For the
-    training study's MFU (llmbench.train.peaks looks this up)."""
+    training study's MFU (llmbench.kinds.training.peaks looks this up)."""
     hw = find(device_name)
     if hw is None:
         return None

@@ -38,7 +38,7 @@ LOAD_TIMEOUT_S = 1800.0
 
 def run_sweep_isolated(spec, results: Path, *, points: list | None = None, **kw):
     """An inference sweep with isolated workers (`llmbench run`'s default)."""
-    from llmbench.runner import run_sweep
+    from llmbench.kinds.inference.kind import run_sweep
 
     return run_sweep(spec, results, points=points, executor="isolated", **kw)
 

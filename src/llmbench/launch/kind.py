@@ -24,8 +24,8 @@ from llmbench.store import Record, Store
 
 Progress = Callable[[str, Any, int], None]
 
-KINDS = {"inference": "llmbench.runner:InferenceKind",
-         "training": "llmbench.train.kind:TrainingKind"}
+KINDS = {"inference": "llmbench.kinds.inference.kind:InferenceKind",
+         "training": "llmbench.kinds.training.kind:TrainingKind"}
 
 
 class PointKind(ABC):

@@ -28,7 +28,7 @@ from llmbench.store import Record, Store
 
 def run_sweep_ray(spec, results: Path, *, points: list | None = None, **kw):
     """An inference sweep on Ray (`llmbench run --executor ray`)."""
-    from llmbench.runner import run_sweep
+    from llmbench.kinds.inference.kind import run_sweep
 
     return run_sweep(spec, results, points=points, executor="ray", **kw)
 
@@ -90,7 +90,7 @@ def resources(p, kind: PointKind | None = None) -> dict:
     """What a group's task asks Ray for: one CPU and every device one of its points needs (a
     point's devices are one unit: tensor x pipeline parallel, or a training point's nproc)."""
     if kind is None:
-        from llmbench.runner import InferenceKind
+        from llmbench.kinds.inference.kind import InferenceKind
 
         kind = InferenceKind()
     return {"num_cpus": 1, "num_gpus": kind.devices(p)}

@@ -290,7 +290,7 @@ def inference_bound(arch: ModelArch, hw: Hardware, w: Workload) -> InferenceBoun
 def training_bound(arch: ModelArch, hw: Hardware, *, batch_size: int, seq_len: int,
                    devices: int = 1, dtype: str = "bf16", grad_accum: int = 1) -> TrainingBound:
     notes: list[str] = []
-    from llmbench.train.flops import flops_per_token  # pure arithmetic, one convention
+    from llmbench.kinds.training.flops import flops_per_token  # pure arithmetic, one convention
 
     tokens = batch_size * seq_len * grad_accum
     flops = tokens * flops_per_token(matmul_params(arch), arch.layers, arch.q_dim, seq_len,
