@@ -8,7 +8,7 @@ from rich.console import Console
 
 from llmbench.cli import run as runcli
 from llmbench.measure.stats import summarize
-from llmbench.kinds.inference.kind import SweepResult
+from llmbench.launch.pipeline import SweepResult
 from llmbench.kinds.inference.spec import load_spec
 from llmbench.store import Store
 from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from launch_helpers import fault_env, run_cli, stored
-from llmbench.kinds.inference.kind import cuda_device_count
+from llmbench.hardware.device import cuda_device_count
 from llmbench.kinds.inference.spec import load_spec
 
 pytestmark = [pytest.mark.gpu, pytest.mark.engine,

@@ -6,6 +6,7 @@ import importlib.util
 import pytest
 
 from launch_helpers import fault_env, keys, run_cli, stored, tiny_spec
+from llmbench.kinds.inference.kind import InferenceKind
 from llmbench.launch.ray_executor import resources
 from llmbench.kinds.inference.spec import EngineOptions, Point
 from tests.conftest import needs_llamacpp
@@ -17,8 +18,8 @@ needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
 def test_task_asks_for_every_device_of_its_parallel_layout():
     p = Point(backend="vllm", model="llama-3-8b", device="cuda",
               options=EngineOptions(tensor_parallel=2, pipeline_parallel=2))
-    assert resources(p) == {"num_cpus": 1, "num_gpus": 4}
-    assert resources(Point(backend="llamacpp", model="smollm2-135m"))["num_gpus"] == 0
+    assert resources(p, InferenceKind()) == {"num_cpus": 1, "num_gpus": 4}
+    assert resources(Point(backend="llamacpp", model="smollm2-135m"), InferenceKind())["num_gpus"] == 0
 
 
 @pytest.mark.engine

@@ -186,7 +186,8 @@ def _work(p) -> int:
 
 def execute(spec, points, results: Path, *, resume=False, redo_failed=False, isolate=True,
             executor="local", run_id=None) -> None:
-    from llmbench.kinds.inference.kind import resume_run_id, run_sweep, stored_count
+    from llmbench.kinds.inference.kind import InferenceKind
+    from llmbench.launch.pipeline import resume_run_id, run_sweep, stored_count
     from llmbench.store import Store, new_run_id
 
     if run_id is None:  # fixed here so that an interrupted run can name it for --resume
@@ -213,16 +214,10 @@ def execute(spec, points, results: Path, *, resume=False, redo_failed=False, iso
                     elif event == "done" and p.workload != "offline":
                         bar.advance(task, 1)
 
-            kw = dict(resume=resume, redo_failed=redo_failed, progress=progress, points=points,
-                      run_id=run_id)
-            if executor == "ray":
-                from llmbench.launch.ray_executor import run_sweep_ray
-                result = run_sweep_ray(spec, results, **kw)
-            elif isolate:
-                from llmbench.launch.isolated import run_sweep_isolated
-                result = run_sweep_isolated(spec, results, **kw)
-            else:
-                result = run_sweep(spec, results, **kw)
+            result = run_sweep(InferenceKind(), points, results, run_id=run_id, resume=resume,
+                               redo_failed=redo_failed, progress=progress,
+                               executor="ray" if executor == "ray" else
+                               "isolated" if isolate else "in-process")
     except KeyboardInterrupt:
         k = stored_count(Store(results), points)
         console.print(f"interrupted: {k} of {len(points)} points stored in {results}; continue "

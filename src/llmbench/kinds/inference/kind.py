@@ -4,23 +4,20 @@ run a group's points on its loaded engine."""
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 from llmbench.backends import backend_class, require_installed
 from llmbench.errors import SpecError
-from llmbench.launch import pipeline
-from llmbench.launch.failures import describe, is_out_of_memory, release_memory  # noqa: F401
+from llmbench.hardware.device import cuda_device_count
+from llmbench.launch.failures import describe, release_memory
 from llmbench.launch.kind import PointKind
-from llmbench.launch.pipeline import (SweepResult, resume_run_id, stored_count)  # noqa: F401 - the CLI's
 from llmbench.measure import env as envmod
 from llmbench.measure.contention import ContentionWatch, WatchedMeter
 from llmbench.measure.power import open_meter
 from llmbench.measure.stats import summarize
 from llmbench.models.sources import ModelRef, resolve
-from llmbench.kinds.inference.spec import Point, SweepSpec
+from llmbench.kinds.inference.spec import Point
 from llmbench.store import Record
 from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo
 
@@ -64,23 +61,6 @@ def check(points: list[Point], *, local_devices: bool = True
         problems.extend(prob for prob in _context_problems(p, models[p.model])
                         if prob[0] not in engine_fields)
     return models, list(dict.fromkeys(problems))
-
-
-def cuda_device_count() -> int:
-    """CUDA devices visible to this process, through NVML (never imports torch); 0 without
-    a driver. CUDA_VISIBLE_DEVICES narrows the count as it narrows what engines see."""
-    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        n = pynvml.nvmlDeviceGetCount()
-    except Exception:
-        return 0
-    if visible is not None:
-        ids = [v for v in visible.split(",") if v.strip()]
-        n = min(n, len(ids))
-    return n
 
 
 def device_problems(points: list[Point], count: Callable[[], int],
@@ -166,16 +146,6 @@ def attach_roofline(rec: Record) -> None:
     annotate(rec)
 
 
-def run_sweep(spec: SweepSpec, results: Path, *, run_id: str | None = None, resume: bool = False,
-              redo_failed: bool = False, progress: Callable[[str, Point | None, int], None] | None = None,
-              points: list[Point] | None = None, executor: str = "in-process") -> SweepResult:
-    """An inference sweep through the shared pipeline (launch/pipeline.py); in this process
-    by default (`llmbench run --in-process`)."""
-    points = points if points is not None else spec.points()
-    return pipeline.run_sweep(InferenceKind(), points, results, executor=executor, run_id=run_id,
-                              resume=resume, redo_failed=redo_failed, progress=progress)
-
-
 class InferenceKind(PointKind):
     """Offline and perplexity points: a group is the points that share an engine load."""
 
@@ -247,7 +217,3 @@ class InferenceKind(PointKind):
             backend.close()
         except Exception:
             pass
-
-
-# kept under their former names: tests and tools import them from here
-_describe = describe

@@ -36,7 +36,7 @@ class Tokenizer:
 def load_tokenizer(name: str) -> Tokenizer:
     """A tokenizer by catalog model name, HF directory, tokenizer.json or .gguf file. The
     bundled model's is extracted from its GGUF once and cached as tokenizer.json."""
-    from llmbench.models.sources import cache_dir
+    from llmbench.cache import cache_dir
 
     p = Path(name).expanduser()
     if p.is_file() and p.name.endswith(".json"):
