@@ -6,25 +6,21 @@ product). Validation happens before anything runs and reports every bad field at
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from llmbench.errors import SpecError, did_you_mean
+from llmbench.kinds.base import Frozen, point_key
 
 Dtype = Literal["auto", "fp32", "fp16", "bf16"]
 
 
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class EngineOptions(Strict):
+class EngineOptions(Frozen):
     """Options every engine understands the meaning of. A backend refuses a value it cannot
     honour (e.g. tensor_parallel > 1 on llama.cpp) instead of silently ignoring it."""
 
@@ -38,7 +34,7 @@ class EngineOptions(Strict):
     kv_cache: Literal["dynamic", "static"] | None = None
 
 
-class PerplexityConfig(Strict):
+class PerplexityConfig(Frozen):
     text: Path | None = Field(None, description="UTF-8 text file; default: the bundled text")
     context_len: int = Field(256, ge=8)
     stride: int = Field(128, ge=1)
@@ -48,7 +44,7 @@ def _as_list(v: Any) -> Any:
     return v if isinstance(v, list) else [v]
 
 
-class SweepSpec(Strict):
+class SweepSpec(Frozen):
     """An inference sweep: backends x models x dtype x batch x input/output length x options."""
 
     name: str = "sweep"
@@ -98,7 +94,7 @@ class SweepSpec(Strict):
         return expand(self)
 
 
-class Point(Strict):
+class Point(Frozen):
     """One measured configuration. Its `key` identifies it across runs (resume, dedup)."""
 
     workload: Literal["offline", "perplexity"] = "offline"
@@ -121,9 +117,7 @@ class Point(Strict):
     @property
     def key(self) -> str:
         # how long to run or meter a point does not change what it measures: not in the key
-        blob = json.dumps(self.model_dump(mode="json", exclude={"timeout_s", "energy_min_window_s"}),
-                          sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        return point_key(self.model_dump(mode="json", exclude={"timeout_s", "energy_min_window_s"}))
 
     @property
     def load_key(self) -> tuple:

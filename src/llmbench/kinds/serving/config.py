@@ -7,19 +7,19 @@ import random
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from llmbench.errors import SpecError
+from llmbench.kinds.base import Frozen, Strict
 from llmbench.loadgen.client import Api
 from llmbench.loadgen.schedule import Schedule
 
 SLO_KEYS = ("ttft_s", "tpot_s", "e2e_s")
 
 
-class LengthDist(BaseModel):
+class LengthDist(Frozen):
     """'32' (fixed), 'uniform:16:64', 'normal:64:16' (clipped to >= 1)."""
 
-    model_config = ConfigDict(frozen=True)
     kind: Literal["fixed", "uniform", "normal"] = "fixed"
     a: float
     b: float = 0.0
@@ -54,8 +54,8 @@ class LengthDist(BaseModel):
         return str(int(self.a)) if self.kind == "fixed" else f"{self.kind}:{self.a:g}:{self.b:g}"
 
 
-class ServeConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True)
+class ServeConfig(Strict):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
 
     model: str = "smollm2-135m"
     served_model: str | None = Field(None, description="name the server knows the model by")

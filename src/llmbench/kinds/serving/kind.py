@@ -17,25 +17,23 @@ is not a point's fault to contain; the server it measures runs in its own proces
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Hashable
 from contextlib import contextmanager
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import ConfigDict
 
+from llmbench.kinds.base import Frozen, point_key
+from llmbench.kinds.serving.config import ServeConfig
 from llmbench.launch.failures import describe
 from llmbench.launch.kind import PointKind
 from llmbench.store.record import Record
-from llmbench.kinds.serving.config import ServeConfig
 
 
-class ServeTarget(BaseModel):
+class ServeTarget(Frozen):
     """Where the load goes: a given URL, or a server llmbench launches (`--launch`). A
     launched server's URL (a free port) is not part of its identity."""
 
-    model_config = ConfigDict(frozen=True)
     url: str | None = None
     launch: str | None = None
     device: str = "unknown"          # where the server computes (for hardware and energy)
@@ -48,11 +46,11 @@ class ServeTarget(BaseModel):
         return {"url": self.url}
 
 
-class ServePoint(BaseModel):
+class ServePoint(Frozen):
     """One load level of one `llmbench serve` call: level `index` of the config's schedules
     (its prompts follow from the index), or the capacity search (index 0, `search`)."""
 
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True)
     index: int
     label: str
     search: bool = False
@@ -63,8 +61,7 @@ class ServePoint(BaseModel):
     def key(self) -> str:
         # the config as a whole: a level's prompts are its slice of a pool sized by all levels
         cfg = self.cfg.model_dump(mode="json", exclude={"use_uvloop", "metrics_interval_s"})
-        return hashlib.sha256(json.dumps([self.target.identity(), cfg, self.index, self.search],
-                                         sort_keys=True, default=str).encode()).hexdigest()[:16]
+        return point_key([self.target.identity(), cfg, self.index, self.search])
 
 
 def serve_points(cfg: ServeConfig, target: ServeTarget) -> list[ServePoint]:

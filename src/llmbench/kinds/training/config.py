@@ -5,14 +5,14 @@ Imports nothing heavy, so the CLI validates input without torch.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import Field, ValidationError, model_validator
 
 from llmbench.errors import SpecError
+from llmbench.kinds.base import Strict, point_key
 
 Workload = Literal["block", "gpt2", "genslm"]
 Precision = Literal["fp32", "tf32", "bf16", "fp8"]
@@ -26,10 +26,6 @@ SIZES: dict[str, tuple[str, ...]] = {
     "genslm": ("25m", "250m", "2.5b", "25b"),
 }
 DEFAULT_SIZE = {"block": "", "gpt2": "small", "genslm": "25m"}
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class TrainPoint(Strict):
@@ -91,8 +87,7 @@ class TrainPoint(Strict):
 
     @property
     def key(self) -> str:
-        blob = json.dumps(self.model_dump(mode="json", exclude={"timeout_s"}), sort_keys=True)
-        return hashlib.sha256(blob.encode()).hexdigest()[:16]
+        return point_key(self.model_dump(mode="json", exclude={"timeout_s"}))
 
     def baseline_key(self, drop: tuple[str, ...]) -> str:
         """Identity of the point with the `drop` fields ignored (for speed-up/scaling baselines)."""
