@@ -90,6 +90,7 @@ def test_env_argv_is_the_users_command_line(monkeypatch):
     (["llmbench", "run", "--resume", "--run-id", "X"], "llmbench run --resume --run-id X"),
     (["llmbench", "run", "-m", "my model"], "llmbench run -m 'my model' --resume --run-id R"),
 ])
-def test_resume_command_is_the_users_own_plus_resume(monkeypatch, argv, expected):
-    monkeypatch.setattr("sys.argv", argv)
-    assert runcli.resume_command("R") == expected
+def test_resume_command_is_the_users_own_plus_resume(argv, expected):
+    from llmbench.cli.tail import resume_command
+
+    assert resume_command("run", "R", argv) == expected

@@ -91,7 +91,7 @@ def test_point_k_runs_exactly_one_training_point(tmp_path):
     assert d["env"]["argv"][-4:] == ["--point", "1", "--run-id", "array-7"]  # the user's command
     assert "1 point(s) on cpu" in r.stderr and f"results: {res.resolve()}" in r.stdout
     r = run_cli(*SWEEP, "--results", res, "--point", "1", "--run-id", "array-7", "--resume")
-    assert r.returncode == 0 and "1 point(s) were stored by an earlier invocation" in r.stderr
+    assert r.returncode == 0 and "skipped 1 point(s) already stored (--resume)" in r.stderr
     assert "ok (earlier)" in r.stdout
     assert len(stored(res)) == 1
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
 
@@ -9,8 +9,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from llmbench.cli.common import console, out, pm
+from llmbench.cli.tail import outcome, run_points
 from llmbench.errors import SpecError
 from llmbench.hardware.device import DEVICE_HELP
+from llmbench.launch.pipeline import check_run_id, pick_point
 from llmbench.kinds.inference.spec import SweepSpec, load_spec, parse_assignments, parse_list
 from llmbench.store.store import DEFAULT_RESULTS
 
@@ -99,24 +101,19 @@ def run(
         ov["backend_options"] = bo
     if executor not in ("local", "ray"):
         raise SpecError([("--executor", f"{executor!r} is not one of: local, ray")])
-    if run_id is not None and not _safe_run_id(run_id):
-        raise SpecError([("--run-id", f"{run_id!r} may hold only letters, digits, '.', '_' and '-'")])
+    check_run_id(run_id)
     if spec_file is not None and spec_file.name.lower() in _FLAG_WORDS and not spec_file.exists():
         # `--resume true`: flags take no value, so the word landed in the spec-file slot
         raise SpecError([(str(spec_file), "is not a spec file; flags take no value: write "
                           "--resume, not --resume true (and --no-resume to turn one off)")])
-    spec, points = _load(spec_file, ov)
-    if point is not None:
-        if not 0 <= point < len(points):
-            raise SpecError([("--point", f"{point} is out of range: the sweep has {len(points)} points (0..{len(points) - 1})")])
-        points = [points[point]]
+    points = pick_point(_load(spec_file, ov), point)
     if list_points:  # a dry run: every check that happens before a real run, then the points
         from llmbench.kinds.inference.kind import validate
 
         validate(points)
         out.print(points_table(points, first=point or 0))
         return
-    execute(spec, points, results, resume=resume, redo_failed=redo_failed, isolate=isolate,
+    execute(points, results, resume=resume, redo_failed=redo_failed, isolate=isolate,
             executor=executor, run_id=run_id)
 
 
@@ -124,24 +121,16 @@ _FLAG_WORDS = {"true", "false", "yes", "no", "on", "off", "1", "0"}
 
 
 def _load(spec_file, ov):
-    """The spec and its points; a bad spec is reported whole: its own problems and those of
+    """The spec's points; a bad spec is reported whole: its own problems and those of
     the points its valid rest expands into (models, engines), in one message."""
     from llmbench.kinds.inference.kind import check
 
     try:
-        spec = load_spec(spec_file, ov)
-        return spec, spec.points()
+        return load_spec(spec_file, ov).points()
     except SpecError as e:
         if e.points:
             raise SpecError(e.problems + check(e.points)[1]) from None
         raise
-
-
-def _safe_run_id(text: str) -> bool:
-    """A run id names a directory: no separators, no '..', nothing a shell would expand."""
-    import re
-
-    return bool(re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", text)) and ".." not in text
 
 
 def _ints(text: str, flag: str) -> list[int]:
@@ -184,64 +173,38 @@ def _work(p) -> int:
     return p.warmups + p.repeats if p.workload == "offline" else 1
 
 
-def execute(spec, points, results: Path, *, resume=False, redo_failed=False, isolate=True,
+def execute(points, results: Path, *, resume=False, redo_failed=False, isolate=True,
             executor="local", run_id=None) -> None:
     from llmbench.kinds.inference.kind import InferenceKind
-    from llmbench.launch.pipeline import resume_run_id, run_sweep, stored_count
-    from llmbench.store import Store, new_run_id
 
-    if run_id is None:  # fixed here so that an interrupted run can name it for --resume
-        run_id = (resume_run_id(Store(results), points) if resume or redo_failed else None) or new_run_id()
-    devices = ", ".join(sorted({p.device for p in points}))
-    console.print(f"[bold]llmbench[/] {len(points)} point(s) on {devices} -> {results} (run {run_id})",
-                  highlight=False)
-    try:
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=console, transient=False) as bar:
-            task = bar.add_task("validating", total=sum(_work(p) for p in points))
-
-            def progress(event, p, n):
-                if p is not None:
-                    label = f"{p.backend} {p.model} {p.device} {_point_shape(p)}"
-                    if event == "load":
-                        bar.update(task, description=f"loading {p.backend} {p.model}")
-                    elif event == "start":
-                        bar.update(task, description=label)
-                    elif event == "repeat":
-                        bar.advance(task, n)
-                    elif event == "skip":  # stored by an earlier invocation (--resume)
-                        bar.advance(task, _work(p))
-                    elif event == "done" and p.workload != "offline":
-                        bar.advance(task, 1)
-
-            result = run_sweep(InferenceKind(), points, results, run_id=run_id, resume=resume,
-                               redo_failed=redo_failed, progress=progress,
-                               executor="ray" if executor == "ray" else
-                               "isolated" if isolate else "in-process")
-    except KeyboardInterrupt:
-        k = stored_count(Store(results), points)
-        console.print(f"interrupted: {k} of {len(points)} points stored in {results}; continue "
-                      f"with `{resume_command(run_id)}`", highlight=False, soft_wrap=True)
-        sys.exit(130)
-    summary(result)
-    if result.failed:
-        sys.exit(3)
+    run_points("run", InferenceKind(), points, results, run_id=run_id, resume=resume,
+               redo_failed=redo_failed, devices=", ".join(sorted({p.device for p in points})),
+               executor="ray" if executor == "ray" else "isolated" if isolate else "in-process",
+               progress=_bar(points), summary=summary)
 
 
-def resume_command(run_id: str) -> str:
-    """The user's own command line, with --resume and this run's id added if missing."""
-    import shlex
+@contextmanager
+def _bar(points):
+    """A progress bar over the sweep's engine runs (warm-ups and repeats of offline points)."""
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=False) as bar:
+        task = bar.add_task("validating", total=sum(_work(p) for p in points))
 
-    args = sys.argv[1:]
-    if not any(a == "--resume" or a == "--redo-failed" for a in args):
-        args = [*args, "--resume"]
-    if not any(a == "--run-id" or a.startswith("--run-id=") for a in args):
-        args = [*args, "--run-id", run_id]
-    return shlex.join(["llmbench", *args])
+        def progress(event, p, n):
+            if p is not None:
+                label = f"{p.backend} {p.model} {p.device} {_point_shape(p)}"
+                if event == "load":
+                    bar.update(task, description=f"loading {p.backend} {p.model}")
+                elif event == "start":
+                    bar.update(task, description=label)
+                elif event == "repeat":
+                    bar.advance(task, n)
+                elif event == "skip":  # stored by an earlier invocation (--resume)
+                    bar.advance(task, _work(p))
+                elif event == "done" and p.workload != "offline":
+                    bar.advance(task, 1)
 
-
-def _metric_cell(stats, digits: str) -> str:
-    return format(stats.p50, digits) if stats and stats.p50 is not None else "-"
+        yield progress
 
 
 def summary(result) -> None:
@@ -280,14 +243,7 @@ def summary(result) -> None:
                       f"{ppl_stats.mean:.2f}" if ppl_stats and ppl_stats.mean is not None else "-",
                       f"{scored.mean:.0f}" if scored and scored.mean is not None else "-")
         out.print(t)
-    for r in result.failed:
-        console.print(f"[red]failed[/] {r.backend.name} {r.model.name} {shape(r.workload)}: "
-                      f"{(r.error or '').splitlines()[0] if r.error else ''}", highlight=False)
-    if result.skipped:
-        console.print(f"skipped {result.skipped} point(s) already stored (--resume); the summary "
-                      "marks them 'earlier'")
-    out.print(f"results: {result.results_dir.resolve()} (run {result.run_id}); "
-              f"query with: llmbench results --results {result.results_dir}")
+    outcome(result, lambda r: f"{r.backend.name} {r.model.name} {shape(r.workload)}")
 
 
 def _device(r) -> str:

@@ -6,28 +6,21 @@ Every factor takes a comma list and the sweep is their product, e.g.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
 from rich.table import Table
 
-from rich.console import Console
-
+from llmbench.cli.common import console, out
+from llmbench.cli.tail import outcome, run_points
 from llmbench.errors import SpecError
 from llmbench.hardware.device import DEVICE_HELP, resolve_device
-from llmbench.launch.pipeline import (check_run_id, pick_point, resume_command, resume_run_id,
-                                      run_sweep, stored_count)
-from llmbench.numfmt import fmt
 from llmbench.kinds.inference.spec import parse_list
-from llmbench.store import Store, new_run_id
-from llmbench.store.store import DEFAULT_RESULTS
 from llmbench.kinds.training.kind import TrainingKind
-
-
-console = Console(stderr=True)
-out = Console(width=200)
+from llmbench.launch.pipeline import check_run_id, pick_point
+from llmbench.numfmt import fmt
+from llmbench.store.store import DEFAULT_RESULTS
 
 
 def register(app: typer.Typer) -> None:
@@ -103,37 +96,14 @@ def train(
         for i, p in enumerate(points, start=point or 0):
             print(f"{i}\t{p.key}\t{_describe(p)}")  # tab-separated for scripts (rich would expand tabs)
         return
-    store = Store(results)
-    if run_id is None:  # fixed here so that an interrupted run can name it for --resume
-        run_id = (resume_run_id(store, points) if resume or redo_failed else None) or new_run_id()
-    console.print(f"[bold]llmbench train[/] {len(points)} point(s) on {device} -> {results} (run {run_id})",
-                  highlight=False)
 
     def progress(event, p, n):
         if event == "start":
             console.print(f"  {_describe(p)} ...", markup=False, highlight=False)
 
-    try:
-        result = run_sweep(kind, points, results, executor="ray" if executor == "ray" else
-                           "isolated" if isolate else "in-process", run_id=run_id, resume=resume,
-                           redo_failed=redo_failed, progress=progress)
-    except KeyboardInterrupt:
-        args = sys.argv[1:] if sys.argv[1:2] == ["train"] else ["train", *sys.argv[1:]]
-        console.print(f"interrupted: {stored_count(store, points)} of {len(points)} points stored in "
-                      f"{results}; continue with `{resume_command(run_id, ['llmbench', *args])}`",
-                      highlight=False, soft_wrap=True)
-        sys.exit(130)
-    summary(result)
-    for r in result.failed:
-        console.print(f"[red]failed[/] {r.model.name} {r.point_key}: {(r.error or '').splitlines()[0]}",
-                      highlight=False)
-    if result.skipped:
-        console.print(f"{result.skipped} point(s) were stored by an earlier invocation (--resume); "
-                      "marked 'earlier'")
-    out.print(f"results: {result.results_dir.resolve()} (run {result.run_id}); "
-              f"query with: llmbench results --results {result.results_dir}", highlight=False)
-    if result.failed:
-        sys.exit(3)
+    run_points("train", kind, points, results, devices=device, run_id=run_id, resume=resume,
+               redo_failed=redo_failed, progress=progress, summary=summary,
+               executor="ray" if executor == "ray" else "isolated" if isolate else "in-process")
 
 
 def _describe(p) -> str:
@@ -186,3 +156,4 @@ def summary(result) -> None:
                   fmt(r.metric("tflops")), fmt(r.metric("mfu")), fmt(r.metric("mfu_measured_peak")),
                   fmt(r.metric("mem_peak_gib")), fmt(r.metric("energy_per_token_j")), extra)
     out.print(t)
+    outcome(result, lambda r: f"{r.model.name} {r.point_key}")
