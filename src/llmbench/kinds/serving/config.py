@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
@@ -13,6 +13,7 @@ from llmbench.errors import SpecError
 from llmbench.kinds.base import Frozen, Strict
 from llmbench.loadgen.client import Api
 from llmbench.loadgen.schedule import Schedule
+from llmbench.loadgen.traces import FORMATS
 
 SLO_KEYS = ("ttft_s", "tpot_s", "e2e_s")
 
@@ -73,8 +74,8 @@ class ServeConfig(Strict):
     prefix_groups: int = Field(1, ge=1)         # groups each sharing its own prefix
     turns: int = Field(1, ge=1)                 # > 1: conversations of this many turns
     think_time_s: float = Field(0.0, ge=0)      # between an answer and the next turn
-    concurrency: list[int] = Field(default_factory=list)
-    rate: list[float] = Field(default_factory=list)
+    concurrency: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
+    rate: list[Annotated[float, Field(gt=0)]] = Field(default_factory=list)
     burstiness: float = Field(1.0, gt=0)
     max_concurrency: int | None = Field(None, ge=1)
     num_prompts: int | None = Field(None, ge=1)
@@ -95,11 +96,57 @@ class ServeConfig(Strict):
     server_metrics: bool = True                 # scrape the server's Prometheus /metrics
     metrics_interval_s: float = Field(1.0, gt=0)
 
+    # The rules across fields. They raise SpecError naming the `llmbench serve` flag (pydantic
+    # passes it through untouched): a ValueError here would name no field.
     @model_validator(mode="after")
-    def _workers(self) -> ServeConfig:
+    def _load(self) -> ServeConfig:
+        if self.num_prompts is not None and self.duration_s is not None:
+            raise SpecError([("--num-prompts / --duration", "give one of them, not both")])
+        if self.dataset is not None and not self.dataset.is_file():
+            raise SpecError([("--dataset", f"{self.dataset} is not a file")])
+        if self.max_concurrency is not None and self.concurrency and self.rate:
+            raise SpecError([("--max-concurrency", "with --rate, give the cap by --concurrency or "
+                                                   "--max-concurrency, not both")])
+        if self.turns > 1 and (self.rate or self.duration_s):
+            raise SpecError([("--turns", "conversations (--turns) run closed-loop sessions: give "
+                              "--concurrency and --num-prompts (sessions), not --rate/--duration")])
         if self.workers > 1 and (self.turns > 1 or self.find_max_rate):
-            raise ValueError("several client workers drive independent requests: not "
-                             "conversations (--turns) nor --find-max-rate (one watch sees every request)")
+            raise SpecError([("--workers", "several client workers drive independent requests: not "
+                              "conversations (--turns) nor --find-max-rate (one watch sees every request)")])
+        if self.trace is None and not self.find_max_rate:
+            try:
+                self.schedules()
+            except ValueError as e:
+                raise SpecError([("schedule", str(e))]) from None
+        return self
+
+    @model_validator(mode="after")
+    def _trace(self) -> ServeConfig:
+        if self.trace is None:
+            return self
+        if self.trace_format not in ("auto", *FORMATS):
+            raise SpecError([("--trace-format", f"{self.trace_format!r} is not one of auto, "
+                                                f"{', '.join(FORMATS)}")])
+        if not self.trace.is_file():
+            raise SpecError([("--trace", f"{self.trace} is not a file")])
+        clash = [flag for flag, v in (("--rate", self.rate), ("--dataset", self.dataset),
+                                      ("--duration", self.duration_s),
+                                      ("--concurrency", self.concurrency)) if v]
+        if clash:
+            raise SpecError([("--trace", f"the trace sets the arrival times and lengths; drop "
+                                         f"{', '.join(clash)} (--max-concurrency caps in-flight requests)")])
+        return self
+
+    @model_validator(mode="after")
+    def _search(self) -> ServeConfig:
+        if not self.find_max_rate:
+            return self
+        clash = [flag for flag, v in (("--concurrency", self.concurrency), ("--duration", self.duration_s),
+                                      ("--trace", self.trace), ("--turns", self.turns > 1)) if v]
+        if not self.slo or clash or len(self.rate) > 1:
+            raise SpecError([("--find-max-rate", "needs --slo, at most one --rate (where to start), "
+                              "-n requests per rate, and an open loop"
+                              + (f"; drop {', '.join(clash)}" if clash else ""))])
         return self
 
     @field_validator("slo")
@@ -112,10 +159,7 @@ class ServeConfig(Strict):
 
     def schedules(self) -> list[Schedule]:
         n = None if self.duration_s else (self.num_prompts or 100)
-        if self.turns > 1:   # conversations: -n counts sessions, each `turns` requests
-            if self.rate or self.duration_s:
-                raise ValueError("conversations (--turns) run closed-loop sessions: give "
-                                 "--concurrency and --num-prompts (sessions), not --rate/--duration")
+        if self.turns > 1:   # conversations (closed-loop, _load says): -n counts sessions
             n *= self.turns
         out = []
         if self.rate:

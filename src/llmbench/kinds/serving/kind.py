@@ -18,10 +18,14 @@ is not a point's fault to contain; the server it measures runs in its own proces
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable
+import os
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict
+from pydantic import ConfigDict, model_validator
+
+from llmbench.errors import SpecError
 
 from llmbench.kinds.base import Frozen, point_key
 from llmbench.kinds.serving.config import ServeConfig
@@ -39,6 +43,12 @@ class ServeTarget(Frozen):
     device: str = "unknown"          # where the server computes (for hardware and energy)
     device_count: int = 1
     server_args: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _one_server(self) -> ServeTarget:
+        if (self.url is None) == (self.launch is None):
+            raise SpecError([("URL / --launch", "give a server URL or --launch llamacpp|vllm (exactly one)")])
+        return self
 
     def identity(self) -> dict:
         if self.launch:
@@ -158,6 +168,17 @@ class ServingKind(PointKind):
             yield Target(url=srv.url, backend=t.launch, backend_version=srv.version,
                          backend_options={**srv.options, "startup_s": round(srv.startup_s, 2)},
                          device=t.device, device_count=t.device_count, api_key=self.api_key)
+
+
+def read_api_key(env_var: str, path: Path | None) -> str | None:
+    """The API key: from `path` if given (stripped), else the environment variable."""
+    if path is not None:
+        try:
+            key = path.read_text().strip()
+        except OSError as e:
+            raise SpecError([("--api-key-file", f"cannot read {path}: {e.strerror}")]) from None
+        return key or None
+    return os.environ.get(env_var) or None
 
 
 def safe_url(url: str) -> str:
