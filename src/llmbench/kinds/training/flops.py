@@ -43,7 +43,3 @@ def flops_per_token(n_params: int, layers: int, hidden: int, seq_len: int, *,
     dense = (6 if backward else 2) * n_params
     return dense + attention_flops_per_token(layers, hidden, seq_len, backward=backward,
                                              causal_attention=causal_attention)
-
-
-def matmul_flops(m: int, n: int, k: int) -> float:
-    return 2.0 * m * n * k

@@ -6,28 +6,13 @@ from __future__ import annotations
 import functools
 import time
 
-# Dense (no 2:4 sparsity) datasheet peaks, FLOP/s, SXM parts. Used until llmbench.hardware
-# has the device; matched by a substring of the device name.
-_DENSE_PEAKS: dict[str, dict[str, float]] = {
-    "H200": {"fp32": 67e12, "tf32": 494.7e12, "bf16": 989e12, "fp8": 1979e12},
-    "H100": {"fp32": 67e12, "tf32": 494.7e12, "bf16": 989e12, "fp8": 1979e12},
-    "A100": {"fp32": 19.5e12, "tf32": 156e12, "bf16": 312e12},
-}
-
+from llmbench.hardware import dense_peak_flops
 
 def hardware_peak(device_name: str, precision: str) -> tuple[float | None, str]:
     """(FLOP/s, where the number came from); None when the device is not known."""
-    try:  # the hardware catalog, once it exists, is the one place for these numbers
-        from llmbench.hardware import dense_peak_flops  # type: ignore[attr-defined]
-
-        v = dense_peak_flops(device_name, precision)
-        if v:
-            return float(v), "llmbench.hardware"
-    except (ImportError, AttributeError, KeyError, ValueError, LookupError):
-        pass
-    for key, peaks in _DENSE_PEAKS.items():
-        if key.lower() in device_name.lower():
-            return peaks.get(precision), f"datasheet {key} dense {precision}"
+    v = dense_peak_flops(device_name, precision)
+    if v:
+        return float(v), "llmbench.hardware"
     return None, f"no dense peak known for {device_name!r}"
 
 
