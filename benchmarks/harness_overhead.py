@@ -6,7 +6,7 @@ Both sides run greedy decoding of the same prompt (batch 1) on the same loaded m
 - llmbench, whole point: what a user pays per point of `llmbench run` once the engine is
             loaded, timed around all of it: the record's environment capture, prompt building,
             the energy meter and contention watch, generation, timelines and metrics, the
-            roofline and writing the record to disk (runner.base_record, run_point,
+            roofline and writing the record to disk (the inference kind's base_record, run_point,
             attach_roofline, Store.write);
 - llmbench, batch_latency_s: the timed window inside that point (what the record reports).
 Runs interleave so drift hits both sides alike. Prints medians and both ratios against the
@@ -75,7 +75,7 @@ def main() -> None:
     model = resolve("smollm2-135m")
     be = LlamaCppBackend(point, model)
     be.load()
-    be.point, be.engine_options = point, point.options  # as runner.run_group sets them
+    be.point, be.engine_options = point, point.options  # as InferenceKind.run_group sets them
     be.prepare(point)
     store = Store(tempfile.mkdtemp(prefix="llmbench-overhead-"))
 

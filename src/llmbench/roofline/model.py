@@ -36,7 +36,7 @@ Accounting (one place, used by every caller):
 - TTFT (offline batch, mean over requests): the larger of one request's prefill and
   (B+1)/2 prefill FLOP-times (k-th request cannot finish before k prefills of work).
 - TPOT: mean decode step. Batch latency: prefill + every decode step.
-- Training step: time from the FLOPs a step must do, train/flops.py with causal attention
+- Training step: time from the FLOPs a step must do, kinds/training/flops.py with causal attention
   (tokens x (6 x matmul params + 6 x layers x q_dim x (seq + 1)): mean context (seq+1)/2,
   forward + backward = 3 x forward); bytes = params x (4 x weight bytes + 24) (weights read
   forward and backward, gradient written and read, fp32 master/m/v read and written);

@@ -32,7 +32,7 @@ def token_corpus(tok: Tokenizer, text: str) -> list[int]:
     """The text in the model's tokens, to cut prompt windows from. A made-up vocabulary (a
     random-weight model's, models/synthetic_tokenizer.py) reads English as one unknown word
     repeated, which would make every prompt the same (and a prefix-cache hit): such a model gets
-    random ids instead, as its offline prompts do (workloads/prompts.py)."""
+    random ids instead, as its offline prompts do (kinds/inference/prompts.py)."""
     ids = tok.encode(text)
     if len(set(ids)) * 20 >= len(ids):
         return ids

@@ -54,7 +54,7 @@ class ServingSession:
     """One server's side of a serving sweep: checked, tokenizer loaded, every level's prompts
     planned (each level gets its own slice of one pool, so a level run alone -- `--point K`,
     `--resume` -- sends the prompts it would have sent in the whole sweep), then levels run
-    one at a time by their index (workloads/serving_kind.py drives it)."""
+    one at a time by their index (kinds/serving/kind.py drives it)."""
 
     def __init__(self, cfg: ServeConfig, target: Target, listed: list[str] | None = None,
                  progress: Callable[[str], None] | None = None) -> None:
