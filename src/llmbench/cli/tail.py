@@ -10,12 +10,12 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
-from llmbench.cli import EXIT_PARTIAL
 from llmbench.cli.common import console, out
 from llmbench.launch.kind import PointKind, Progress
 from llmbench.launch.pipeline import SweepResult, resume_run_id, run_sweep, stored_count
 from llmbench.store import Record, Store, new_run_id
 
+EXIT_PARTIAL = 3       # finished, but some points failed (their records say why)
 EXIT_INTERRUPTED = 130
 
 

@@ -25,7 +25,7 @@ import os
 import time
 from pathlib import Path
 
-from llmbench.hardware import Hardware
+from llmbench.hardware.entry import Hardware
 
 LOCAL_ID = "cpu"
 
