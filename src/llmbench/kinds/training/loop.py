@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 from llmbench.kinds.training.config import TrainPoint
-from llmbench.kinds.training.flops import flops_per_token
+from llmbench.roofline.flops import flops_per_token
 
 TRAIN_MEM_BYTES_PER_PARAM = 16   # fp32 weight + grad + two AdamW moments
 

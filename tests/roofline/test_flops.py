@@ -1,6 +1,6 @@
 import pytest
 
-from llmbench.kinds.training.flops import attention_flops_per_token, flops_per_token
+from llmbench.roofline.flops import attention_flops_per_token, flops_per_token
 
 
 def test_gpt2_small_training_flops_by_hand():
