@@ -9,7 +9,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from llmbench.cli.common import console, out, pm
-from llmbench.cli.tail import outcome, run_points
+from llmbench.cli.tail import outcome, pipeline_executor, run_points
 from llmbench.errors import SpecError
 from llmbench.hardware.device import DEVICE_HELP
 from llmbench.launch.pipeline import check_run_id, pick_point
@@ -99,8 +99,7 @@ def run(
             b, key = k.split(".", 1)
             bo.setdefault(b, {})[key] = v
         ov["backend_options"] = bo
-    if executor not in ("local", "ray"):
-        raise SpecError([("--executor", f"{executor!r} is not one of: local, ray")])
+    executor = pipeline_executor(executor, isolate)
     check_run_id(run_id)
     if spec_file is not None and spec_file.name.lower() in _FLAG_WORDS and not spec_file.exists():
         # `--resume true`: flags take no value, so the word landed in the spec-file slot
@@ -113,8 +112,11 @@ def run(
         validate(points)
         out.print(points_table(points, first=point or 0))
         return
-    execute(points, results, resume=resume, redo_failed=redo_failed, isolate=isolate,
-            executor=executor, run_id=run_id)
+    from llmbench.kinds.inference.kind import InferenceKind
+
+    run_points("run", InferenceKind(), points, results, run_id=run_id, resume=resume,
+               redo_failed=redo_failed, devices=", ".join(sorted({p.device for p in points})),
+               executor=executor, progress=_bar(points), summary=summary)
 
 
 _FLAG_WORDS = {"true", "false", "yes", "no", "on", "off", "1", "0"}
@@ -171,16 +173,6 @@ def points_table(points, first: int = 0) -> Table:
 
 def _work(p) -> int:
     return p.warmups + p.repeats if p.workload == "offline" else 1
-
-
-def execute(points, results: Path, *, resume=False, redo_failed=False, isolate=True,
-            executor="local", run_id=None) -> None:
-    from llmbench.kinds.inference.kind import InferenceKind
-
-    run_points("run", InferenceKind(), points, results, run_id=run_id, resume=resume,
-               redo_failed=redo_failed, devices=", ".join(sorted({p.device for p in points})),
-               executor="ray" if executor == "ray" else "isolated" if isolate else "in-process",
-               progress=_bar(points), summary=summary)
 
 
 @contextmanager

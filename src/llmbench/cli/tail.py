@@ -11,6 +11,7 @@ from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
 from llmbench.cli.common import console, out
+from llmbench.errors import SpecError
 from llmbench.launch.kind import PointKind, Progress
 from llmbench.launch.pipeline import SweepResult, resume_run_id, run_sweep, stored_count
 from llmbench.store import Record, Store, new_run_id
@@ -45,6 +46,13 @@ def run_points(command: str, kind: PointKind, points: list, results: Path, *, de
     if result.failed:
         raise SystemExit(EXIT_PARTIAL)
     return result
+
+
+def pipeline_executor(flag: str, isolate: bool) -> str:
+    """The pipeline's executor for `--executor local|ray` and `--isolate/--in-process`."""
+    if flag not in ("local", "ray"):
+        raise SpecError([("--executor", f"{flag!r} is not one of: local, ray")])
+    return "ray" if flag == "ray" else "isolated" if isolate else "in-process"
 
 
 def outcome(result: SweepResult, name: Callable[[Record], str]) -> None:

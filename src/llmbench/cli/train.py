@@ -13,7 +13,7 @@ import typer
 from rich.table import Table
 
 from llmbench.cli.common import console, out
-from llmbench.cli.tail import outcome, run_points
+from llmbench.cli.tail import outcome, pipeline_executor, run_points
 from llmbench.errors import SpecError
 from llmbench.hardware.device import DEVICE_HELP, resolve_device
 from llmbench.kinds.inference.spec import parse_list
@@ -83,8 +83,7 @@ def train(
             ("style", style, str), ("mode", mode, str), ("attn_backend", attn_backend, str)):
         if text is not None:
             axes[name] = _values(text, kind, "--" + name.replace("_", "-"))
-    if executor not in ("local", "ray"):
-        raise SpecError([("--executor", f"{executor!r} is not one of: local, ray")])
+    executor = pipeline_executor(executor, isolate)
     check_run_id(run_id)
     device = resolve_device(device)
     fixed = dict(learnable=learnable, lr=lr, steps=steps, warmup=warmup, device=device, seed=seed,
@@ -102,8 +101,7 @@ def train(
             console.print(f"  {_describe(p)} ...", markup=False, highlight=False)
 
     run_points("train", kind, points, results, devices=device, run_id=run_id, resume=resume,
-               redo_failed=redo_failed, progress=progress, summary=summary,
-               executor="ray" if executor == "ray" else "isolated" if isolate else "in-process")
+               redo_failed=redo_failed, progress=progress, summary=summary, executor=executor)
 
 
 def _describe(p) -> str:
