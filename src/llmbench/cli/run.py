@@ -26,6 +26,11 @@ def _default(field: str) -> str:
     return ",".join(map(str, v)) if isinstance(v, list) else str(v)
 
 
+def _spec_flag(field: str, help: str):
+    """The flag --FIELD (None: the spec file's value, else the spec's default, shown in the help)."""
+    return typer.Option(None, "--" + field.replace("_", "-"), help=help, show_default=_default(field))
+
+
 def register(app: typer.Typer) -> None:
     app.command("run")(run)
 
@@ -34,22 +39,14 @@ def run(
     spec_file: Optional[Path] = typer.Argument(None, help="YAML sweep spec (flags override it)"),
     backend: Optional[str] = typer.Option(None, "--backend", "-b", help="engines, e.g. llamacpp,transformers"),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="catalog names or local paths"),
-    batch_size: Optional[str] = typer.Option(None, "--batch-size", help="list, e.g. 1,4,16",
-                                             show_default=_default("batch_size")),
-    input_len: Optional[str] = typer.Option(None, "--input-len", help="prompt tokens (list)",
-                                            show_default=_default("input_len")),
-    output_len: Optional[str] = typer.Option(None, "--output-len", help="generated tokens (list)",
-                                             show_default=_default("output_len")),
-    dtype: Optional[str] = typer.Option(None, "--dtype", help="auto|fp32|fp16|bf16 (list)",
-                                        show_default=_default("dtype")),
-    device: Optional[str] = typer.Option(None, "--device", help=DEVICE_HELP,
-                                         show_default=_default("device")),
-    repeats: Optional[int] = typer.Option(None, "--repeats", help="timed runs per point",
-                                          show_default=_default("repeats")),
-    warmups: Optional[int] = typer.Option(None, "--warmups", help="untimed runs before them",
-                                          show_default=_default("warmups")),
-    workload: Optional[str] = typer.Option(None, "--workload", help="offline | perplexity",
-                                           show_default=_default("workload")),
+    batch_size: Optional[str] = _spec_flag("batch_size", "list, e.g. 1,4,16"),
+    input_len: Optional[str] = _spec_flag("input_len", "prompt tokens (list)"),
+    output_len: Optional[str] = _spec_flag("output_len", "generated tokens (list)"),
+    dtype: Optional[str] = _spec_flag("dtype", "auto|fp32|fp16|bf16 (list)"),
+    device: Optional[str] = _spec_flag("device", DEVICE_HELP),
+    repeats: Optional[int] = _spec_flag("repeats", "timed runs per point"),
+    warmups: Optional[int] = _spec_flag("warmups", "untimed runs before them"),
+    workload: Optional[str] = _spec_flag("workload", "offline | perplexity"),
     option: list[str] = typer.Option([], "--option", "-o",
                                      help="engine option KEY=V[,V..], e.g. compile=false,true"),
     backend_option: list[str] = typer.Option([], "--backend-option", "-B",
