@@ -9,11 +9,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from llmbench.cli.common import console, out, pm
+from llmbench.cli.flags import int_list, parse_assignments, parse_list
 from llmbench.cli.tail import outcome, pipeline_executor, run_points
 from llmbench.errors import SpecError
 from llmbench.hardware.device import DEVICE_HELP
 from llmbench.launch.pipeline import check_run_id, pick_point
-from llmbench.kinds.inference.spec import SweepSpec, load_spec, parse_assignments, parse_list
+from llmbench.kinds.inference.spec import SweepSpec, load_spec
 from llmbench.store.store import DEFAULT_RESULTS
 
 DEFAULT_BACKENDS = ("llamacpp", "transformers", "vllm")
@@ -81,7 +82,7 @@ def run(
             ov[key] = parse_list(val)
     for key, val in (("batch_size", batch_size), ("input_len", input_len), ("output_len", output_len)):
         if val is not None:
-            ov[key] = _ints(val, "--" + key.replace("_", "-"))
+            ov[key] = int_list(val, "--" + key.replace("_", "-"))
     for key, val in (("device", device), ("repeats", repeats), ("warmups", warmups),
                      ("workload", workload), ("timeout_s", timeout)):
         if val is not None:
@@ -130,13 +131,6 @@ def _load(spec_file, ov):
         if e.points:
             raise SpecError(e.problems + check(e.points)[1]) from None
         raise
-
-
-def _ints(text: str, flag: str) -> list[int]:
-    try:
-        return parse_list(text, int)
-    except SpecError:
-        raise SpecError([(flag, f"{text!r} must be a comma-separated list of integers")]) from None
 
 
 def shape(w: dict) -> str:

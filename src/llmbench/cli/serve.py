@@ -10,9 +10,9 @@ import typer
 from rich.table import Table
 
 from llmbench.cli.common import console, out
+from llmbench.cli.flags import int_list, parse_list
 from llmbench.cli.tail import outcome, run_points
 from llmbench.errors import SpecError
-from llmbench.kinds.inference.spec import parse_list
 from llmbench.store.store import DEFAULT_RESULTS
 
 
@@ -93,7 +93,7 @@ def serve(
         output_len=LengthDist.parse(output_len, "--output-len") if output_len else None,
         shared_prefix=shared_prefix, prefix_groups=prefix_groups, turns=turns,
         think_time_s=think_time,
-        concurrency=_ints(concurrency, "--concurrency") if concurrency else [],
+        concurrency=int_list(concurrency, "--concurrency", at_least_one=True) if concurrency else [],
         rate=_rates(rate) if rate else [],
         burstiness=burstiness, max_concurrency=max_concurrency, num_prompts=num_prompts,
         duration_s=duration, warmup=warmup, cooldown=cooldown, slo=parse_slo(slo),
@@ -215,16 +215,6 @@ def capacity(result: dict, cfg) -> None:
     else:
         out.print(f"capacity: {lo:.3g} req/s with {cfg.slo_fraction:.0%} of requests meeting {slo}"
                   + (f" ({span}; {result['reason']})" if span else f" ({result['reason']})"))
-
-
-def _ints(text: str, flag: str) -> list[int]:
-    try:
-        vals = parse_list(text, int)
-    except SpecError:
-        raise SpecError([(flag, f"{text!r} must be a comma-separated list of integers")]) from None
-    if not vals:
-        raise SpecError([(flag, f"{text!r} holds no value")])
-    return vals
 
 
 def _rates(text: str) -> list[float]:

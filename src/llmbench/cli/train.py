@@ -13,10 +13,10 @@ import typer
 from rich.table import Table
 
 from llmbench.cli.common import console, out
+from llmbench.cli.flags import parse_list
 from llmbench.cli.tail import outcome, pipeline_executor, run_points
 from llmbench.errors import SpecError
 from llmbench.hardware.device import DEVICE_HELP, resolve_device
-from llmbench.kinds.inference.spec import parse_list
 from llmbench.kinds.training.kind import TrainingKind
 from llmbench.launch.pipeline import check_run_id, pick_point
 from llmbench.numfmt import fmt

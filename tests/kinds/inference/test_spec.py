@@ -1,7 +1,7 @@
 import pytest
 
 from llmbench.errors import SpecError
-from llmbench.kinds.inference.spec import EngineOptions, Point, load_spec, parse_assignments
+from llmbench.kinds.inference.spec import EngineOptions, Point, load_spec
 
 
 def write(tmp_path, text):
@@ -80,13 +80,6 @@ def test_point_key_stable_and_sensitive():
     d = Point(backend="llamacpp", model="smollm2-135m", batch_size=1, options=EngineOptions(compile=True))
     assert a.key == b.key and len({a.key, c.key, d.key}) == 3
     assert a.load_key == c.load_key != d.load_key
-
-
-def test_parse_assignments():
-    assert parse_assignments(["compile=true,false", "kv_cache=static", "kv_block_size=16"], "-o") == {
-        "compile": [True, False], "kv_cache": "static", "kv_block_size": 16}
-    with pytest.raises(SpecError):
-        parse_assignments(["novalue"], "-o")
 
 
 def test_workload_fields_use_contract_names():
