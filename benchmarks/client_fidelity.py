@@ -224,7 +224,7 @@ def serve(port_q, ttft_s: float, itl_s: float, cpu: int | None, rt: bool = True)
 
 # -- the clients -----------------------------------------------------------------------------------
 def prompts(n: int, tokens: int, tokenizer: str):
-    from llmbench.workloads.serving import LengthDist, load_tokenizer, synthetic_prompts
+    from llmbench.kinds.serving.session import LengthDist, load_tokenizer, synthetic_prompts
 
     tok = load_tokenizer(tokenizer)
     return synthetic_prompts(tok, n, LengthDist(a=32), LengthDist(a=tokens), 0.0, seed=0)
@@ -344,7 +344,7 @@ def main() -> None:
         return
 
     if a.tokenizer is None:
-        from llmbench.workloads.serving import load_tokenizer
+        from llmbench.kinds.serving.session import load_tokenizer
 
         a.tokenizer = load_tokenizer("smollm2-135m").source
     ncpu = len(os.sched_getaffinity(0))

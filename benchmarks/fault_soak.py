@@ -34,7 +34,7 @@ from pathlib import Path
 
 import yaml
 
-from llmbench.spec import load_spec
+from llmbench.kinds.inference.spec import load_spec
 
 # what each injected kind must be recorded as
 EXPECT = {"segv": "worker killed by signal 11 (SIGSEGV)", "abort": "worker killed by signal 6 (SIGABRT)",

@@ -6,7 +6,7 @@ Both sides run greedy decoding of the same prompt (batch 1) on the same loaded m
 - llmbench, whole point: what a user pays per point of `llmbench run` once the engine is
             loaded, timed around all of it: the record's environment capture, prompt building,
             the energy meter and contention watch, generation, timelines and metrics, the
-            roofline and writing the record to disk (runner.base_record, run_point,
+            roofline and writing the record to disk (the inference kind's base_record, run_point,
             attach_roofline, Store.write);
 - llmbench, batch_latency_s: the timed window inside that point (what the record reports);
 - the same window with observers taken away one at a time, to price each: without the
@@ -76,17 +76,17 @@ def main() -> None:
 
     from llmbench.backends.llamacpp import LlamaCppBackend
     from llmbench.models import resolve
-    from llmbench.runner import attach_roofline, base_record, run_point
-    from llmbench.spec import Point
+    from llmbench.kinds.inference.kind import attach_roofline, base_record, run_point
+    from llmbench.kinds.inference.spec import Point
     from llmbench.store import Store
-    from llmbench.workloads.prompts import make_prompts
+    from llmbench.kinds.inference.prompts import make_prompts
 
     point = Point(backend="llamacpp", model="smollm2-135m", batch_size=1, input_len=a.input_len,
                   output_len=a.output_len, repeats=1, warmups=0)
     model = resolve("smollm2-135m")
     be = LlamaCppBackend(point, model)
     be.load()
-    be.point, be.engine_options = point, point.options  # as runner.run_group sets them
+    be.point, be.engine_options = point, point.options  # as InferenceKind.run_group sets them
     be.prepare(point)
     store = Store(tempfile.mkdtemp(prefix="llmbench-overhead-"))
 
@@ -101,7 +101,7 @@ def main() -> None:
 
     from llmbench.measure.contention import busy_cpu_s
     from llmbench.measure.power import EnergyMeter, open_meter
-    from llmbench.workloads.offline import run_offline
+    from llmbench.kinds.inference.offline import run_offline
 
     def window(meter) -> float:
         """batch_latency_s of the offline workload with this meter (observers as given)."""

@@ -2,7 +2,7 @@
 """How stable is the measured matmul peak (what `mfu_measured_peak` divides by)? Goal: +-2%.
 
 Issue 19: one 20-product median per run read 730, 764, 774 and 786 TFLOP/s on one H200. This
-measures the peak as llmbench.train.peaks does now (WARMUP_S of back-to-back products, then
+measures the peak as llmbench.kinds.training.peaks does now (WARMUP_S of back-to-back products, then
 WINDOWS timed windows of WINDOW_S each, the median window) --runs times, each in a fresh
 process (a new CUDA context, as each `llmbench train` run has), and prints every run's median
 and within-run spread, the spread of the medians between runs, and its ratio to the +-2% goal.
@@ -21,13 +21,13 @@ import statistics
 import subprocess
 import sys
 
-ONE_RUN = ("import json, sys; from llmbench.train.peaks import measured_matmul_peak as m; "
+ONE_RUN = ("import json, sys; from llmbench.kinds.training.peaks import measured_matmul_peak as m; "
            "print(json.dumps(m(sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4]), "
            "float(sys.argv[5]))))")
 
 
 def main() -> int:
-    from llmbench.train.peaks import SPREAD_GOAL, WARMUP_S, WINDOW_S, WINDOWS, spread
+    from llmbench.kinds.training.peaks import SPREAD_GOAL, WARMUP_S, WINDOW_S, WINDOWS, spread
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=6)

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The training study on H200s in one call (issue 4; issue 8's 2-GPU scaling when 2 GPUs).
 
-Runs `python -m llmbench.train` section by section, in priority order, each in its own process
+Runs `python -m llmbench train` section by section, in priority order, each in its own process
 with a time limit, until the budget is spent; then prints the headline ratios against the
 issue's goals and packs the records into OUT/records.tgz (log: OUT/log.txt).
 
@@ -107,7 +107,7 @@ def main() -> int:
         if left < 30:
             _say(log, f"## {name}: skipped, budget spent")
             return
-        cmd = [sys.executable, "-m", "llmbench.train", *args, "--device", a.device,
+        cmd = [sys.executable, "-m", "llmbench", "train", *args, "--device", a.device,
                "--results", str(results)]
         e = dict(env)
         if gpu is not None:

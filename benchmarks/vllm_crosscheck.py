@@ -108,8 +108,8 @@ def main() -> None:
     from llmbench.backends.vllm import VllmBackend
     from llmbench.measure.power import EnergyMeter
     from llmbench.models import resolve
-    from llmbench.spec import Point
-    from llmbench.workloads.offline import run_offline
+    from llmbench.kinds.inference.spec import Point
+    from llmbench.kinds.inference.offline import run_offline
 
     ref = resolve(a.model)
     a.synthetic = ref.synthetic_weights

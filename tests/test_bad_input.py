@@ -99,7 +99,7 @@ def test_several_problems_are_reported_at_once(capsys, tmp_path):
 
 
 def test_tensor_parallel_larger_than_the_gpus_present(capsys, tmp_path, monkeypatch):
-    import llmbench.runner as runner
+    import llmbench.kinds.inference.kind as runner
 
     monkeypatch.setattr(runner, "cuda_device_count", lambda: 1)
     code, err = cli(capsys, tmp_path, *TINY, "--device", "cuda", "-o", "tensor_parallel=2")
@@ -119,7 +119,7 @@ def test_engine_not_installed_names_the_extra(capsys, tmp_path, monkeypatch):
 
 
 def test_no_gpu_here_means_cuda_is_refused(capsys, tmp_path, monkeypatch):
-    import llmbench.runner as runner
+    import llmbench.kinds.inference.kind as runner
 
     monkeypatch.setattr(runner, "cuda_device_count", lambda: 0)
     code, err = cli(capsys, tmp_path, *TINY, "--device", "cuda")

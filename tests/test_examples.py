@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from llmbench.runner import validate
-from llmbench.spec import load_spec
+from llmbench.kinds.inference.kind import validate
+from llmbench.kinds.inference.spec import load_spec
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.yaml"))
 

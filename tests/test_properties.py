@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 import llmbench.importers.llm_inference_bench as lib
 from llmbench.errors import LLMBenchError
 from llmbench.loadgen import client, http, sse
-from llmbench.spec import EngineOptions, SweepSpec, load_spec, parse_assignments, parse_list
+from llmbench.cli.flags import parse_assignments, parse_list
+from llmbench.kinds.inference.spec import EngineOptions, SweepSpec, load_spec
 
 FAST = settings(max_examples=120, deadline=None, report_multiple_bugs=False,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
@@ -43,7 +44,7 @@ def _small(spec) -> bool:
 
 
 def _load_and_validate(path: Path) -> None:
-    from llmbench.runner import validate
+    from llmbench.kinds.inference.kind import validate
 
     try:
         spec = load_spec(path)

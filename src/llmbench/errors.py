@@ -62,9 +62,5 @@ class EngineError(LLMBenchError):
     """The engine failed while running a point; fails that point, not the sweep."""
 
 
-class OutputLengthError(EngineError):
-    """The engine returned fewer tokens than asked although the output was forced."""
-
-
 class StoreWriteError(LLMBenchError):
     """A record could not be written (e.g. the disk is full); names the point and the file."""

@@ -172,13 +172,15 @@ def test_cli_by_run_id_and_fail_on_regression(tmp_path):
 
 # -- two real llama.cpp runs -------------------------------------------------------------------
 def _run(tmp_path, run_id, threads, repeats):
-    from llmbench.runner import run_sweep
-    from llmbench.spec import SweepSpec
+    from llmbench.kinds.inference.kind import InferenceKind
+    from llmbench.kinds.inference.spec import SweepSpec
+    from llmbench.launch.pipeline import run_sweep
 
     spec = SweepSpec(backends=["llamacpp"], models=["smollm2-135m"], batch_size=[1],
                      input_len=[8], output_len=[16], repeats=repeats, warmups=1,
                      backend_options={"llamacpp": {"n_threads": threads}})
-    res = run_sweep(spec, tmp_path / "res", run_id=run_id)
+    res = run_sweep(InferenceKind(), spec.points(), tmp_path / "res", executor="in-process",
+                    run_id=run_id)
     assert all(r.status == "ok" for r in res.records), [r.error for r in res.records]
     return res.records
 

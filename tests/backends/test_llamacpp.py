@@ -79,7 +79,7 @@ def test_batched_sequences_generate_like_single(tmp_path):
     """Greedy decoding of a prompt alone and inside a batch gives the same tokens."""
     from llmbench.backends.llamacpp import LlamaCppBackend
     from llmbench.models import resolve
-    from llmbench.spec import Point
+    from llmbench.kinds.inference.spec import Point
 
     p = Point(backend="llamacpp", model="smollm2-135m", batch_size=3, input_len=12, output_len=10)
     b = LlamaCppBackend(p, resolve("smollm2-135m"))

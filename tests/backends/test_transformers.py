@@ -10,7 +10,7 @@ from llmbench.cli import main
 from llmbench.errors import SpecError
 from llmbench.models.catalog import CATALOG, ModelArch, register
 from llmbench.models.sources import resolve
-from llmbench.spec import EngineOptions, Point
+from llmbench.kinds.inference.spec import EngineOptions, Point
 from tests.conftest import has
 
 needs_transformers = pytest.mark.skipif(not has("transformers") or not has("torch"),
@@ -148,7 +148,7 @@ def test_greedy_text_matches_llamacpp():
 @needs_transformers
 @needs_smollm2
 def test_perplexity_close_to_llamacpp(tmp_path):
-    from llmbench.workloads.prompts import bundled_text
+    from llmbench.kinds.inference.prompts import bundled_text
 
     text = tmp_path / "text.txt"  # the first ~400 tokens of the bundled text: 3 windows
     text.write_text(bundled_text()[:2000], encoding="utf-8")

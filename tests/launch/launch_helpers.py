@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from llmbench.spec import load_spec
+from llmbench.kinds.inference.spec import load_spec
 
 LLMBENCH = [sys.executable, "-m", "llmbench"]
 

@@ -8,8 +8,8 @@ import pytest
 import yaml
 
 from launch_helpers import fault_env, run_cli, stored
-from llmbench.runner import cuda_device_count
-from llmbench.spec import load_spec
+from llmbench.hardware.device import cuda_device_count
+from llmbench.kinds.inference.spec import load_spec
 
 pytestmark = [pytest.mark.gpu, pytest.mark.engine,
               pytest.mark.skipif(cuda_device_count() == 0, reason="needs an NVIDIA GPU (NVML sees none)"),

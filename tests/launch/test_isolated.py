@@ -9,7 +9,7 @@ import pytest
 from launch_helpers import LLMBENCH, fault_env, keys, run_cli, stored, tiny_spec
 from llmbench.launch import faults
 from llmbench.launch.isolated import _exit_cause
-from llmbench.runner import _describe, is_out_of_memory
+from llmbench.launch.failures import describe, is_out_of_memory
 from tests.conftest import needs_llamacpp
 
 
@@ -104,7 +104,7 @@ def test_out_of_memory_is_named_as_such():
     assert is_out_of_memory(OutOfMemoryError("CUDA out of memory. Tried to allocate 2 GiB"))
     assert is_out_of_memory(MemoryError())
     assert not is_out_of_memory(ValueError("bad shape"))
-    assert _describe(OutOfMemoryError("CUDA out of memory. Tried")).startswith("out of memory: ")
+    assert describe(OutOfMemoryError("CUDA out of memory. Tried")).startswith("out of memory: ")
 
 
 def test_failed_records_get_the_engine_error_lines(tmp_path):

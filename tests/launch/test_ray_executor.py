@@ -6,8 +6,9 @@ import importlib.util
 import pytest
 
 from launch_helpers import fault_env, keys, run_cli, stored, tiny_spec
+from llmbench.kinds.inference.kind import InferenceKind
 from llmbench.launch.ray_executor import resources
-from llmbench.spec import EngineOptions, Point
+from llmbench.kinds.inference.spec import EngineOptions, Point
 from tests.conftest import needs_llamacpp
 
 needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
@@ -17,8 +18,8 @@ needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None,
 def test_task_asks_for_every_device_of_its_parallel_layout():
     p = Point(backend="vllm", model="llama-3-8b", device="cuda",
               options=EngineOptions(tensor_parallel=2, pipeline_parallel=2))
-    assert resources(p) == {"num_cpus": 1, "num_gpus": 4}
-    assert resources(Point(backend="llamacpp", model="smollm2-135m"))["num_gpus"] == 0
+    assert resources(p, InferenceKind()) == {"num_cpus": 1, "num_gpus": 4}
+    assert resources(Point(backend="llamacpp", model="smollm2-135m"), InferenceKind())["num_gpus"] == 0
 
 
 @pytest.mark.engine
@@ -45,7 +46,7 @@ def test_ray_sweep_on_a_local_cluster(tmp_path):
 
 
 def test_devices_are_checked_against_the_largest_node():
-    from llmbench.runner import device_problems
+    from llmbench.kinds.inference.kind import device_problems
 
     p = Point(backend="vllm", model="llama-3-8b", device="cuda",
               options=EngineOptions(tensor_parallel=4, pipeline_parallel=2))

@@ -16,8 +16,8 @@ from launch_helpers import LLMBENCH, fault_env, run_cli, stored
 from llmbench.measure.stats import summarize
 from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
 from llmbench.store.store import Store
-from llmbench.train.baselines import annotate_store
-from llmbench.train.config import TrainPoint
+from llmbench.kinds.training.baselines import annotate_store
+from llmbench.kinds.training.config import TrainPoint
 
 needs_torch = pytest.mark.skipif(importlib.util.find_spec("torch") is None,
                                  reason="torch not installed (pip install 'llmbench[train]')")
@@ -91,7 +91,7 @@ def test_point_k_runs_exactly_one_training_point(tmp_path):
     assert d["env"]["argv"][-4:] == ["--point", "1", "--run-id", "array-7"]  # the user's command
     assert "1 point(s) on cpu" in r.stderr and f"results: {res.resolve()}" in r.stdout
     r = run_cli(*SWEEP, "--results", res, "--point", "1", "--run-id", "array-7", "--resume")
-    assert r.returncode == 0 and "1 point(s) were stored by an earlier invocation" in r.stderr
+    assert r.returncode == 0 and "skipped 1 point(s) already stored (--resume)" in r.stderr
     assert "ok (earlier)" in r.stdout
     assert len(stored(res)) == 1
 
@@ -127,7 +127,7 @@ def test_ctrl_c_names_the_command_that_continues_the_same_run(tmp_path):
 @pytest.mark.slow
 def test_a_raise_and_a_hang_each_cost_one_point(tmp_path, monkeypatch):
     from llmbench.launch.pipeline import run_sweep
-    from llmbench.train.kind import TrainingKind
+    from llmbench.kinds.training.kind import TrainingKind
 
     hang = TrainPoint(**TINY, seq_len=8, timeout_s=10)
     bad = TrainPoint(workload="gpt2", size="small", seq_len=2048, layers=1, hidden=64, heads=2,

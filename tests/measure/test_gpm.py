@@ -214,9 +214,9 @@ def test_counted_meter_take_is_one_points_windows():
 
 
 def test_every_inference_record_carries_its_counters(monkeypatch):
-    from llmbench import runner
+    from llmbench.kinds.inference import kind as runner
     from llmbench.store.store import flatten as flat_row
-    from tests.workloads.test_offline_windows import SlowReturn, point
+    from tests.kinds.inference.test_offline_windows import SlowReturn, point
 
     p = point(repeats=3, energy_min_window_s=0)
     rec = Record(run_id="t", kind="inference", backend=BackendInfo(name="fake"),

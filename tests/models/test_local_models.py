@@ -79,8 +79,8 @@ def test_unreadable_architecture_is_a_note_not_an_error(tmp_path):
     (d / "config.json").write_text(json.dumps({"model_type": "t5", "d_model": 512}))
     ref = resolve(str(d))
     assert ref.arch is None and "model_type 't5'" in ref.arch_note
-    from llmbench.runner import base_record
-    from llmbench.spec import Point
+    from llmbench.kinds.inference.kind import base_record
+    from llmbench.kinds.inference.spec import Point
 
     rec = base_record(Point(backend="transformers", model=str(d)), "t", ref, None)
     assert any(n.startswith("no roofline: architecture not read") for n in rec.notes)

@@ -93,7 +93,7 @@ def test_training_record():
 def test_training_efficiency_same_by_tflops_and_by_tokens():
     """A record's `tflops` is tokens/s x its own FLOPs per token (full-attention MFU
     convention): measured against the bound, both say the same (0.503 vs 0.479 before)."""
-    from llmbench.train.flops import flops_per_token
+    from llmbench.roofline.flops import flops_per_token
 
     fpt = flops_per_token(1_000_000_000, 24, 2048, 2048)  # the record's N, not the catalog's
     tps = 40_000.0

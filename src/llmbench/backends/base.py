@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from llmbench.errors import SpecError
 from llmbench.measure.timeline import RequestTimeline
 from llmbench.models.sources import ModelRef
-from llmbench.spec import EngineOptions, Point
+from llmbench.kinds.inference.spec import EngineOptions, Point
 
 
 class NoOptions(BaseModel):
@@ -114,7 +114,7 @@ class Backend(ABC):
 
     def loglikelihood(self, tokens: list[int], context_len: int, stride: int) -> tuple[float, int]:
         """Sum of negative log-likelihoods (nats) and number of scored tokens, with the
-        sliding-window scheme described in workloads/perplexity.py."""
+        sliding-window scheme described in kinds/inference/perplexity.py."""
         raise SpecError([("workload", f"backend {self.name!r} cannot compute perplexity")])
 
     def memory_peak_gib(self) -> float | None:

@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from llmbench.backends.base import Backend
 from llmbench.errors import EngineError
 from llmbench.measure.timeline import RequestTimeline
-from llmbench.spec import Point
+from llmbench.kinds.inference.spec import Point
 
 _KV_TYPES = {"f16": 1, "fp16": 1, "q4_0": 2, "q8_0": 8, "f32": 0, "fp32": 0, "bf16": 30}
 
@@ -264,7 +264,7 @@ class LlamaCppBackend(Backend):
 
     # -- perplexity -------------------------------------------------------------------------
     def loglikelihood(self, tokens: list[int], context_len: int, stride: int) -> tuple[float, int]:
-        from llmbench.workloads.perplexity import windows
+        from llmbench.kinds.inference.perplexity import windows
 
         ll = self._ll
         self._context(1, context_len + 16)

@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from llmbench.backends.base import Backend
 from llmbench.errors import EngineError, ModelError
 from llmbench.measure.timeline import RequestTimeline
-from llmbench.spec import Point
+from llmbench.kinds.inference.spec import Point
 
 ATTN_IMPLS = ("sdpa", "eager", "flash_attention_2")
 CompileMode = Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
@@ -325,7 +325,7 @@ class TransformersBackend(Backend):
 
     # -- perplexity -------------------------------------------------------------------------
     def loglikelihood(self, tokens: list[int], context_len: int, stride: int) -> tuple[float, int]:
-        from llmbench.workloads.perplexity import windows
+        from llmbench.kinds.inference.perplexity import windows
 
         torch = self._torch
         nll, count = 0.0, 0

@@ -56,7 +56,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from llmbench.backends.base import Backend
 from llmbench.errors import EngineError
 from llmbench.measure.timeline import RequestTimeline
-from llmbench.spec import Point
+from llmbench.kinds.inference.spec import Point
 
 _ENV_KEYS = ("VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_WORKER_MULTIPROC_METHOD", "CUDA_VISIBLE_DEVICES",
              "VLLM_CPU_NUM_OF_RESERVED_CPU", "VLLM_CPU_KVCACHE_SPACE", "VLLM_CPU_OMP_THREADS_BIND",

@@ -11,7 +11,6 @@ import typer
 
 from llmbench.errors import LLMBenchError
 
-EXIT_PARTIAL = 3
 EXIT_USAGE = 2
 
 

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
 
@@ -9,9 +9,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from rich.table import Table
 
 from llmbench.cli.common import console, out, pm
+from llmbench.cli.flags import int_list, parse_assignments, parse_list
+from llmbench.cli.tail import outcome, pipeline_executor, run_points
 from llmbench.errors import SpecError
 from llmbench.hardware.device import DEVICE_HELP
-from llmbench.spec import SweepSpec, load_spec, parse_assignments, parse_list
+from llmbench.launch.pipeline import check_run_id, pick_point
+from llmbench.kinds.inference.spec import SweepSpec, load_spec
 from llmbench.store.store import DEFAULT_RESULTS
 
 DEFAULT_BACKENDS = ("llamacpp", "transformers", "vllm")
@@ -24,6 +27,11 @@ def _default(field: str) -> str:
     return ",".join(map(str, v)) if isinstance(v, list) else str(v)
 
 
+def _spec_flag(field: str, help: str):
+    """The flag --FIELD (None: the spec file's value, else the spec's default, shown in the help)."""
+    return typer.Option(None, "--" + field.replace("_", "-"), help=help, show_default=_default(field))
+
+
 def register(app: typer.Typer) -> None:
     app.command("run")(run)
 
@@ -32,22 +40,14 @@ def run(
     spec_file: Optional[Path] = typer.Argument(None, help="YAML sweep spec (flags override it)"),
     backend: Optional[str] = typer.Option(None, "--backend", "-b", help="engines, e.g. llamacpp,transformers"),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="catalog names or local paths"),
-    batch_size: Optional[str] = typer.Option(None, "--batch-size", help="list, e.g. 1,4,16",
-                                             show_default=_default("batch_size")),
-    input_len: Optional[str] = typer.Option(None, "--input-len", help="prompt tokens (list)",
-                                            show_default=_default("input_len")),
-    output_len: Optional[str] = typer.Option(None, "--output-len", help="generated tokens (list)",
-                                             show_default=_default("output_len")),
-    dtype: Optional[str] = typer.Option(None, "--dtype", help="auto|fp32|fp16|bf16 (list)",
-                                        show_default=_default("dtype")),
-    device: Optional[str] = typer.Option(None, "--device", help=DEVICE_HELP,
-                                         show_default=_default("device")),
-    repeats: Optional[int] = typer.Option(None, "--repeats", help="timed runs per point",
-                                          show_default=_default("repeats")),
-    warmups: Optional[int] = typer.Option(None, "--warmups", help="untimed runs before them",
-                                          show_default=_default("warmups")),
-    workload: Optional[str] = typer.Option(None, "--workload", help="offline | perplexity",
-                                           show_default=_default("workload")),
+    batch_size: Optional[str] = _spec_flag("batch_size", "list, e.g. 1,4,16"),
+    input_len: Optional[str] = _spec_flag("input_len", "prompt tokens (list)"),
+    output_len: Optional[str] = _spec_flag("output_len", "generated tokens (list)"),
+    dtype: Optional[str] = _spec_flag("dtype", "auto|fp32|fp16|bf16 (list)"),
+    device: Optional[str] = _spec_flag("device", DEVICE_HELP),
+    repeats: Optional[int] = _spec_flag("repeats", "timed runs per point"),
+    warmups: Optional[int] = _spec_flag("warmups", "untimed runs before them"),
+    workload: Optional[str] = _spec_flag("workload", "offline | perplexity"),
     option: list[str] = typer.Option([], "--option", "-o",
                                      help="engine option KEY=V[,V..], e.g. compile=false,true"),
     backend_option: list[str] = typer.Option([], "--backend-option", "-B",
@@ -82,7 +82,7 @@ def run(
             ov[key] = parse_list(val)
     for key, val in (("batch_size", batch_size), ("input_len", input_len), ("output_len", output_len)):
         if val is not None:
-            ov[key] = _ints(val, "--" + key.replace("_", "-"))
+            ov[key] = int_list(val, "--" + key.replace("_", "-"))
     for key, val in (("device", device), ("repeats", repeats), ("warmups", warmups),
                      ("workload", workload), ("timeout_s", timeout)):
         if val is not None:
@@ -97,58 +97,40 @@ def run(
             b, key = k.split(".", 1)
             bo.setdefault(b, {})[key] = v
         ov["backend_options"] = bo
-    if executor not in ("local", "ray"):
-        raise SpecError([("--executor", f"{executor!r} is not one of: local, ray")])
-    if run_id is not None and not _safe_run_id(run_id):
-        raise SpecError([("--run-id", f"{run_id!r} may hold only letters, digits, '.', '_' and '-'")])
+    executor = pipeline_executor(executor, isolate)
+    check_run_id(run_id)
     if spec_file is not None and spec_file.name.lower() in _FLAG_WORDS and not spec_file.exists():
         # `--resume true`: flags take no value, so the word landed in the spec-file slot
         raise SpecError([(str(spec_file), "is not a spec file; flags take no value: write "
                           "--resume, not --resume true (and --no-resume to turn one off)")])
-    spec, points = _load(spec_file, ov)
-    if point is not None:
-        if not 0 <= point < len(points):
-            raise SpecError([("--point", f"{point} is out of range: the sweep has {len(points)} points (0..{len(points) - 1})")])
-        points = [points[point]]
+    points = pick_point(_load(spec_file, ov), point)
     if list_points:  # a dry run: every check that happens before a real run, then the points
-        from llmbench.runner import validate
+        from llmbench.kinds.inference.kind import validate
 
         validate(points)
         out.print(points_table(points, first=point or 0))
         return
-    execute(spec, points, results, resume=resume, redo_failed=redo_failed, isolate=isolate,
-            executor=executor, run_id=run_id)
+    from llmbench.kinds.inference.kind import InferenceKind
+
+    run_points("run", InferenceKind(), points, results, run_id=run_id, resume=resume,
+               redo_failed=redo_failed, devices=", ".join(sorted({p.device for p in points})),
+               executor=executor, progress=_bar(points), summary=summary)
 
 
 _FLAG_WORDS = {"true", "false", "yes", "no", "on", "off", "1", "0"}
 
 
 def _load(spec_file, ov):
-    """The spec and its points; a bad spec is reported whole: its own problems and those of
+    """The spec's points; a bad spec is reported whole: its own problems and those of
     the points its valid rest expands into (models, engines), in one message."""
-    from llmbench.runner import check
+    from llmbench.kinds.inference.kind import check
 
     try:
-        spec = load_spec(spec_file, ov)
-        return spec, spec.points()
+        return load_spec(spec_file, ov).points()
     except SpecError as e:
         if e.points:
             raise SpecError(e.problems + check(e.points)[1]) from None
         raise
-
-
-def _safe_run_id(text: str) -> bool:
-    """A run id names a directory: no separators, no '..', nothing a shell would expand."""
-    import re
-
-    return bool(re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", text)) and ".." not in text
-
-
-def _ints(text: str, flag: str) -> list[int]:
-    try:
-        return parse_list(text, int)
-    except SpecError:
-        raise SpecError([(flag, f"{text!r} must be a comma-separated list of integers")]) from None
 
 
 def shape(w: dict) -> str:
@@ -184,73 +166,31 @@ def _work(p) -> int:
     return p.warmups + p.repeats if p.workload == "offline" else 1
 
 
-def execute(spec, points, results: Path, *, resume=False, redo_failed=False, isolate=True,
-            executor="local", run_id=None) -> None:
-    from llmbench.runner import resume_run_id, run_sweep, stored_count
-    from llmbench.store import Store, new_run_id
+@contextmanager
+def _bar(points):
+    """A progress bar over the sweep's engine runs (warm-ups and repeats of offline points)."""
+    # Redrawn on events only: an auto-refresh thread (10 Hz) would take CPU from the engine on a
+    # small machine, in the middle of its measured windows.
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), console=console, transient=False, auto_refresh=False) as bar:
+        task = bar.add_task("validating", total=sum(_work(p) for p in points))
 
-    if run_id is None:  # fixed here so that an interrupted run can name it for --resume
-        run_id = (resume_run_id(Store(results), points) if resume or redo_failed else None) or new_run_id()
-    devices = ", ".join(sorted({p.device for p in points}))
-    console.print(f"[bold]llmbench[/] {len(points)} point(s) on {devices} -> {results} (run {run_id})",
-                  highlight=False)
-    try:
-        # Redrawn on events only: an auto-refresh thread (10 Hz) would take CPU from the engine
-        # on a small machine, in the middle of its measured windows.
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                      TimeElapsedColumn(), console=console, transient=False,
-                      auto_refresh=False) as bar:
-            task = bar.add_task("validating", total=sum(_work(p) for p in points))
+        def progress(event, p, n):
+            if p is not None:
+                label = f"{p.backend} {p.model} {p.device} {_point_shape(p)}"
+                if event == "load":
+                    bar.update(task, description=f"loading {p.backend} {p.model}")
+                elif event == "start":
+                    bar.update(task, description=label)
+                elif event == "repeat":
+                    bar.advance(task, n)
+                elif event == "skip":  # stored by an earlier invocation (--resume)
+                    bar.advance(task, _work(p))
+                elif event == "done" and p.workload != "offline":
+                    bar.advance(task, 1)
+                bar.refresh()
 
-            def progress(event, p, n):
-                if p is not None:
-                    label = f"{p.backend} {p.model} {p.device} {_point_shape(p)}"
-                    if event == "load":
-                        bar.update(task, description=f"loading {p.backend} {p.model}")
-                    elif event == "start":
-                        bar.update(task, description=label)
-                    elif event == "repeat":
-                        bar.advance(task, n)
-                    elif event == "skip":  # stored by an earlier invocation (--resume)
-                        bar.advance(task, _work(p))
-                    elif event == "done" and p.workload != "offline":
-                        bar.advance(task, 1)
-                    bar.refresh()
-
-            kw = dict(resume=resume, redo_failed=redo_failed, progress=progress, points=points,
-                      run_id=run_id)
-            if executor == "ray":
-                from llmbench.launch.ray_executor import run_sweep_ray
-                result = run_sweep_ray(spec, results, **kw)
-            elif isolate:
-                from llmbench.launch.isolated import run_sweep_isolated
-                result = run_sweep_isolated(spec, results, **kw)
-            else:
-                result = run_sweep(spec, results, **kw)
-    except KeyboardInterrupt:
-        k = stored_count(Store(results), points)
-        console.print(f"interrupted: {k} of {len(points)} points stored in {results}; continue "
-                      f"with `{resume_command(run_id)}`", highlight=False, soft_wrap=True)
-        sys.exit(130)
-    summary(result)
-    if result.failed:
-        sys.exit(3)
-
-
-def resume_command(run_id: str) -> str:
-    """The user's own command line, with --resume and this run's id added if missing."""
-    import shlex
-
-    args = sys.argv[1:]
-    if not any(a == "--resume" or a == "--redo-failed" for a in args):
-        args = [*args, "--resume"]
-    if not any(a == "--run-id" or a.startswith("--run-id=") for a in args):
-        args = [*args, "--run-id", run_id]
-    return shlex.join(["llmbench", *args])
-
-
-def _metric_cell(stats, digits: str) -> str:
-    return format(stats.p50, digits) if stats and stats.p50 is not None else "-"
+        yield progress
 
 
 def summary(result) -> None:
@@ -289,14 +229,7 @@ def summary(result) -> None:
                       f"{ppl_stats.mean:.2f}" if ppl_stats and ppl_stats.mean is not None else "-",
                       f"{scored.mean:.0f}" if scored and scored.mean is not None else "-")
         out.print(t)
-    for r in result.failed:
-        console.print(f"[red]failed[/] {r.backend.name} {r.model.name} {shape(r.workload)}: "
-                      f"{(r.error or '').splitlines()[0] if r.error else ''}", highlight=False)
-    if result.skipped:
-        console.print(f"skipped {result.skipped} point(s) already stored (--resume); the summary "
-                      "marks them 'earlier'")
-    out.print(f"results: {result.results_dir.resolve()} (run {result.run_id}); "
-              f"query with: llmbench results --results {result.results_dir}")
+    outcome(result, lambda r: f"{r.backend.name} {r.model.name} {shape(r.workload)}")
 
 
 def _device(r) -> str:

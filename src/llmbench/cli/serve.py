@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-import ipaddress
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Optional
-from urllib.parse import urlsplit
 
 import typer
 from rich.table import Table
 
 from llmbench.cli.common import console, out
+from llmbench.cli.flags import int_list, parse_list
+from llmbench.cli.tail import outcome, run_points
 from llmbench.errors import SpecError
-from llmbench.spec import parse_list
 from llmbench.store.store import DEFAULT_RESULTS
 
 
@@ -88,45 +85,20 @@ def serve(
 
     Exit status: 0 every point ok; 3 finished, but some points failed (their records say
     why); 2 bad input or no server (nothing ran); 130 interrupted. See docs/serving.md."""
-    from llmbench.workloads.serving_config import LengthDist, parse_slo
+    from llmbench.kinds.serving.config import LengthDist, parse_slo
 
-    if (url is None) == (launch is None):
-        raise SpecError([("URL / --launch", "give a server URL or --launch llamacpp|vllm (exactly one)")])
-    if num_prompts is not None and duration is not None:
-        raise SpecError([("--num-prompts / --duration", "give one of them, not both")])
-    if api not in ("completions", "chat"):
-        raise SpecError([("--api", f"{api!r} is not completions or chat")])
     try:
         extra = json.loads(extra_body) if extra_body else {}
     except ValueError as e:
         raise SpecError([("--extra-body", f"not JSON: {e}")]) from None
-    if not isinstance(extra, dict):
-        raise SpecError([("--extra-body", "must be a JSON object")])
-    if not metrics_interval > 0:
-        raise SpecError([("--metrics-interval", f"{metrics_interval} must be > 0 seconds")])
-    if trace is not None:
-        _check_trace(trace, trace_format, trace_speedup, max_input_len, max_output_len, rate=rate, dataset=dataset,
-                     duration=duration, concurrency=concurrency)
-    conc = _ints(concurrency, "--concurrency") if concurrency else []
-    rates = _rates(rate) if rate else []
-    if find_max_rate:
-        clash = [f for f, v in (("--concurrency", concurrency), ("--duration", duration),
-                                ("--trace", trace), ("--turns", turns if turns > 1 else None)) if v]
-        if not slo or clash or len(rates) > 1:
-            raise SpecError([("--find-max-rate", "needs --slo, at most one --rate (where to start), "
-                              "-n requests per rate, and an open loop"
-                              + (f"; drop {', '.join(clash)}" if clash else ""))])
-    if workers < 1 or (workers > 1 and (turns > 1 or find_max_rate)):
-        raise SpecError([("--workers", "must be >= 1; several workers drive independent requests: "
-                                       "not with --turns or --find-max-rate")])
-    if dataset is not None and not dataset.is_file():
-        raise SpecError([("--dataset", f"{dataset} is not a file")])
     cfg = _config(
         model=model, served_model=served_model, api=api, tokenizer=tokenizer, dataset=dataset,
         input_len=LengthDist.parse(input_len, "--input-len"),
         output_len=LengthDist.parse(output_len, "--output-len") if output_len else None,
-        shared_prefix=_fraction(shared_prefix), prefix_groups=prefix_groups, turns=turns,
-        think_time_s=think_time, concurrency=conc, rate=rates,
+        shared_prefix=shared_prefix, prefix_groups=prefix_groups, turns=turns,
+        think_time_s=think_time,
+        concurrency=int_list(concurrency, "--concurrency", at_least_one=True) if concurrency else [],
+        rate=_rates(rate) if rate else [],
         burstiness=burstiness, max_concurrency=max_concurrency, num_prompts=num_prompts,
         duration_s=duration, warmup=warmup, warmup_requests=warmup_requests, cooldown=cooldown, slo=parse_slo(slo),
         timeout_s=timeout, seed=seed, force_output=force_output, extra_body=extra,
@@ -134,34 +106,25 @@ def serve(
         trace=trace, trace_format=trace_format, trace_speedup=trace_speedup,
         max_input_len=max_input_len, max_output_len=max_output_len, find_max_rate=find_max_rate,
         slo_fraction=slo_fraction, rate_tolerance=rate_tolerance, max_points=max_points)
-    if max_concurrency is not None and conc and rates:
-        raise SpecError([("--max-concurrency", "with --rate, give the cap by --concurrency or --max-concurrency, not both")])
-    try:
-        if trace is None and not find_max_rate:
-            cfg.schedules()
-    except ValueError as e:
-        raise SpecError([("schedule", str(e))]) from None
     from llmbench.launch.pipeline import check_run_id, pick_point
-    from llmbench.workloads.serving_kind import ServeTarget, serve_points
+    from llmbench.hardware.device import server_device
+    from llmbench.kinds.serving.kind import ServeTarget, read_api_key, serve_points
+    from llmbench.loadgen.preflight import normalize_url
 
     check_run_id(run_id)
     if find_max_rate and (resume or redo_failed):
         raise SpecError([("--resume / --redo-failed", "a capacity search (--find-max-rate) picks each "
                           "rate from the ones before it: it is one unit, run it again whole")])
-    if launch:
-        target = ServeTarget(launch=launch, device=device or "cpu", device_count=device_count,
-                             server_args=tuple(server_arg))
-    else:
-        from llmbench.loadgen.preflight import normalize_url
-
-        url = normalize_url(url)
-        target = ServeTarget(url=url, device=device or _auto_device(url), device_count=device_count)
+    url = normalize_url(url) if url is not None else None
+    target = ServeTarget(url=url, launch=launch, device_count=device_count,
+                         device=device or (server_device(url) if url and not launch else "cpu"),
+                         server_args=tuple(server_arg) if launch else ())
     points = pick_point(serve_points(cfg, target), point)
     if list_points:  # a dry run: the checks above, then the levels (tab-separated for scripts)
         for i, p in enumerate(points, start=point or 0):
             print(f"{i}\t{p.key}\t{p.label}")
         return
-    api_key = _api_key(api_key_env, api_key_file)
+    api_key = read_api_key(api_key_env, api_key_file)
     from llmbench.store.store import register_secret
 
     register_secret(api_key)  # a key from a file has no env-var name for the redactor to find
@@ -171,15 +134,8 @@ def serve(
 
 def run(cfg, points, *, api_key, results: Path, run_id, resume: bool, redo_failed: bool) -> None:
     """The levels through the shared pipeline (launch/pipeline.py), in this process: see
-    workloads/serving_kind.py for why a client is never isolated from its own timing."""
-    from llmbench.launch.pipeline import resume_command, resume_run_id, run_sweep, stored_count
-    from llmbench.store.record import new_run_id
-    from llmbench.store.store import Store
-    from llmbench.workloads.serving_kind import ServingKind
-
-    store = Store(results)
-    if run_id is None:  # fixed here so that an interrupted run can name it for --resume
-        run_id = (resume_run_id(store, points) if resume or redo_failed else None) or new_run_id()
+    kinds/serving/kind.py for why a client is never isolated from its own timing."""
+    from llmbench.kinds.serving.kind import ServingKind
 
     def event(name, p, n):
         if name == "load" and p.target.launch:
@@ -187,33 +143,19 @@ def run(cfg, points, *, api_key, results: Path, run_id, resume: bool, redo_faile
         elif name == "skip":
             console.print(f"[bold]serve[/] {p.label}: stored earlier (--resume)", highlight=False)
 
+    def report(result) -> None:
+        summary([*result.earlier, *result.records], earlier=len(result.earlier))
+        searched = [r for r in result.records if (getattr(r, "serving", None) or {}).get("capacity_search")]
+        if searched:
+            capacity(searched[-1].serving["capacity_search"], cfg)
+        outcome(result, lambda r: r.workload.get("load_level") or r.point_key)
+
     kind = ServingKind(api_key, progress=lambda label: console.print(f"[bold]serve[/] {label}"),
                        on_launch=lambda engine, srv: console.print(
                            f"{engine} healthy at {srv.url} after {srv.startup_s:.1f} s"))
-    try:
-        result = run_sweep(kind, points, results, executor="in-process", run_id=run_id,
-                           resume=resume, redo_failed=redo_failed, progress=event)
-    except KeyboardInterrupt:
-        # typer turns KeyboardInterrupt into a *returned* 130 that would exit 0; the launched
-        # server is already stopped by now.
-        args = sys.argv[1:] if sys.argv[1:2] == ["serve"] else ["serve", *sys.argv[1:]]
-        console.print(f"interrupted: {stored_count(store, points)} of {len(points)} points stored in "
-                      f"{results}; continue with `{resume_command(run_id, ['llmbench', *args])}`",
-                      highlight=False, soft_wrap=True)
-        raise SystemExit(130) from None
-    summary([*result.earlier, *result.records], earlier=len(result.earlier))
-    searched = [r for r in result.records if (getattr(r, "serving", None) or {}).get("capacity_search")]
-    if searched:
-        capacity(searched[-1].serving["capacity_search"], cfg)
-    for r in result.failed:
-        console.print(f"[red]failed[/] {r.workload.get('load_level') or r.point_key}: "
-                      f"{(r.error or '').splitlines()[0]}", highlight=False)
-    if result.skipped:
-        console.print(f"skipped {result.skipped} point(s) already stored (--resume); the summary "
-                      "marks them 'earlier'")
-    out.print(f"results: {Path(results).resolve()} (run {result.run_id})")
-    if result.failed:
-        raise SystemExit(3)
+    run_points("serve", kind, points, results, devices=points[0].target.device if points else "-",
+               executor="in-process", run_id=run_id, resume=resume, redo_failed=redo_failed,
+               progress=event, summary=report)
 
 
 def summary(records, earlier: int = 0) -> None:
@@ -258,29 +200,11 @@ def summary(records, earlier: int = 0) -> None:
             console.print(f"[yellow]note[/] {n}")
 
 
-def _check_trace(trace: Path, fmt: str, speedup: float, max_in, max_out, **others) -> None:
-    from llmbench.loadgen.traces import FORMATS
-
-    if fmt not in ("auto", *FORMATS):
-        raise SpecError([("--trace-format", f"{fmt!r} is not one of auto, {', '.join(FORMATS)}")])
-    if not trace.is_file():
-        raise SpecError([("--trace", f"{trace} is not a file")])
-    clash = [f"--{k}" for k, v in others.items() if v is not None]
-    if clash:
-        raise SpecError([("--trace", f"the trace sets the arrival times and lengths; drop "
-                                     f"{', '.join(clash)} (--max-concurrency caps in-flight requests)")])
-    if not speedup > 0:
-        raise SpecError([("--trace-speedup", f"{speedup} must be > 0")])
-    for flag, v in (("--max-input-len", max_in), ("--max-output-len", max_out)):
-        if v is not None and v < 1:
-            raise SpecError([(flag, f"{v} must be >= 1")])
-
-
 def _config(**kw):
     """ServeConfig, its range checks reported as bad input (exit 2) naming the field."""
     from pydantic import ValidationError
 
-    from llmbench.workloads.serving_config import ServeConfig
+    from llmbench.kinds.serving.config import ServeConfig
 
     try:
         return ServeConfig(**kw)
@@ -303,16 +227,6 @@ def capacity(result: dict, cfg) -> None:
                   + (f" ({span}; {result['reason']})" if span else f" ({result['reason']})"))
 
 
-def _ints(text: str, flag: str) -> list[int]:
-    try:
-        vals = parse_list(text, int)
-    except SpecError:
-        raise SpecError([(flag, f"{text!r} must be a comma-separated list of integers")]) from None
-    if not vals or any(v < 1 for v in vals):
-        raise SpecError([(flag, f"{text!r}: every value must be >= 1")])
-    return vals
-
-
 def _rates(text: str) -> list[float]:
     vals = []
     for t in parse_list(text):
@@ -320,43 +234,5 @@ def _rates(text: str) -> list[float]:
             v = float(t)
         except ValueError:
             raise SpecError([("--rate", f"{t!r} is not a number or inf")]) from None
-        if not v > 0:
-            raise SpecError([("--rate", f"{t!r}: rates must be > 0")])
         vals.append(v)
     return vals
-
-
-def _fraction(v: float) -> float:
-    if not 0 <= v < 1:
-        raise SpecError([("--shared-prefix", f"{v} must be in [0, 1)")])
-    return v
-
-
-def _api_key(env_var: str, path: Optional[Path]) -> str | None:
-    if path is not None:
-        try:
-            key = path.read_text().strip()
-        except OSError as e:
-            raise SpecError([("--api-key-file", f"cannot read {path}: {e.strerror}")]) from None
-        return key or None
-    return os.environ.get(env_var) or None
-
-
-def _auto_device(url: str) -> str:
-    """A server on this machine computes here: on the GPUs NVML sees, else the CPU."""
-    host = urlsplit(url).hostname or ""
-    try:
-        local = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        local = False
-    if not local:
-        return "unknown"
-    try:
-        import pynvml
-
-        pynvml.nvmlInit()
-        if pynvml.nvmlDeviceGetCount() > 0:
-            return "cuda"
-    except Exception:
-        pass
-    return "cpu"

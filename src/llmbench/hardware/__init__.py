@@ -11,47 +11,9 @@ import functools
 import re
 from importlib import resources
 
-from pydantic import BaseModel, ConfigDict
+from llmbench.hardware.entry import Hardware
 
 DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8")
-
-
-class Hardware(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    id: str
-    name: str
-    vendor: str
-    memory_gb: float | None = None
-    mem_bw_gbs: float | None = None
-    peak_tflops: dict[str, float | None]
-    link_gbs: float | None = None
-    aliases: tuple[str, ...] = ()
-    source: str
-    notes: str = ""
-    measured: bool = False
-
-    def peak_flops(self, dtype: str) -> float | None:
-        """Peak FLOP/s for matmuls in `dtype`; a dtype the device lacks runs at the rate of
-        the wider type it is computed in (fp8 -> bf16, fp32 -> tf32 when the engine allows)."""
-        p = self.peak_tflops
-        order = {
-            "fp32": ("tf32", "fp32"), "tf32": ("tf32", "fp32"),
-            "bf16": ("bf16", "fp16"), "fp16": ("fp16", "bf16"),
-            "fp8": ("fp8", "bf16", "fp16"), "int8": ("int8", "bf16", "fp16"),
-        }.get(dtype, ("bf16", "fp16"))
-        for d in order:
-            if p.get(d):
-                return p[d] * 1e12
-        return None
-
-    @property
-    def mem_bw(self) -> float | None:
-        return None if self.mem_bw_gbs is None else self.mem_bw_gbs * 1e9
-
-    @property
-    def link_bw(self) -> float | None:
-        return None if self.link_gbs is None else self.link_gbs * 1e9
 
 
 @functools.cache
@@ -128,7 +90,7 @@ def get(name: str) -> Hardware:
 def dense_peak_flops(device_name: str, precision: str) -> float | None:
     """Dense datasheet peak FLOP/s of `precision` exactly as the datasheet gives it (fp32 is
     fp32, not TF32), falling back to the wider compute type where the device lacks it. For the
-    training study's MFU (llmbench.train.peaks looks this up)."""
+    training study's MFU (llmbench.kinds.training.peaks looks this up)."""
     hw = find(device_name)
     if hw is None:
         return None

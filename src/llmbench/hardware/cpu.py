@@ -25,7 +25,7 @@ import os
 import time
 from pathlib import Path
 
-from llmbench.hardware import Hardware
+from llmbench.hardware.entry import Hardware
 
 LOCAL_ID = "cpu"
 
@@ -54,7 +54,7 @@ def is_local_cpu(name: str) -> bool:
 def _cache_path() -> Path:
     import numpy as np
 
-    from llmbench.models.sources import cache_dir
+    from llmbench.cache import cache_dir
 
     key = f"{_cpu_name()}|{os.cpu_count()}|{np.__version__}"
     safe = "".join(c if c.isalnum() else "_" for c in key)[:120]

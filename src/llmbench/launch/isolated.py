@@ -36,13 +36,6 @@ DEFAULT_TIMEOUT_S = 3600.0
 LOAD_TIMEOUT_S = 1800.0
 
 
-def run_sweep_isolated(spec, results: Path, *, points: list | None = None, **kw):
-    """An inference sweep with isolated workers (`llmbench run`'s default)."""
-    from llmbench.runner import run_sweep
-
-    return run_sweep(spec, results, points=points, executor="isolated", **kw)
-
-
 def run_group_isolated(kind: PointKind, group: list, ctx: Any, run_id: str,
                        store: Store, say: Progress, argv: list[str] | None = None) -> list[Record]:
     """Every point of the group ends with exactly one record of this run, whatever the

@@ -6,10 +6,12 @@ job-array indexing, progress. A kind owns what differs: how its points are check
 points share a loaded model (one load per group), the skeleton of a point's record, how a
 group runs (yielding each point's finished record), and what process a group needs.
 
-Kinds are named so that a worker process or a Ray task can rebuild one from a job file:
-'inference' (offline and perplexity points, llmbench/runner.py) and 'training'
-(llmbench/train/kind.py). Serving points (llmbench/workloads/serving_kind.py) go through the
-pipeline in the llmbench process only (the client is the clock), so they are not named here.
+Each kind lives in its own folder under llmbench/kinds/ and imports this contract; the
+pipeline imports no kind. Kinds are named so that a worker process or a Ray task can rebuild
+one from a job file (KINDS: "module:Class" strings, imported only when asked for): 'inference'
+(offline and perplexity points) and 'training'. Serving points (kinds/serving/kind.py) go
+through the pipeline in the llmbench process only (the client is the clock), so they are not
+named here.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from llmbench.store import Record, Store
 
 Progress = Callable[[str, Any, int], None]
 
-KINDS = {"inference": "llmbench.runner:InferenceKind",
-         "training": "llmbench.train.kind:TrainingKind"}
+KINDS = {"inference": "llmbench.kinds.inference.kind:InferenceKind",
+         "training": "llmbench.kinds.training.kind:TrainingKind"}
 
 
 class PointKind(ABC):

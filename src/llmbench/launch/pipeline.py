@@ -110,19 +110,6 @@ def stored_count(store: Store, points: list) -> int:
     return sum(p.key in done for p in points)
 
 
-def resume_command(run_id: str, argv: list[str]) -> str:
-    """The user's command line (argv[1:]), with --resume and this run's id added if missing:
-    what continues an interrupted sweep."""
-    import shlex
-
-    args = argv[1:]
-    if not any(a == "--resume" or a == "--redo-failed" for a in args):
-        args = [*args, "--resume"]
-    if not any(a == "--run-id" or a.startswith("--run-id=") for a in args):
-        args = [*args, "--run-id", run_id]
-    return shlex.join(["llmbench", *args])
-
-
 def pending(points: list, store: Store, *, resume: bool, redo_failed: bool) -> tuple[list, int]:
     """The points still to run and how many were skipped. --redo-failed implies --resume."""
     if not (resume or redo_failed):

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import Any
 
 from llmbench.errors import SpecError
@@ -24,13 +23,6 @@ from llmbench.launch.failures import failed_record
 from llmbench.launch.isolated import existing, stored_since
 from llmbench.launch.kind import PointKind, Progress
 from llmbench.store import Record, Store
-
-
-def run_sweep_ray(spec, results: Path, *, points: list | None = None, **kw):
-    """An inference sweep on Ray (`llmbench run --executor ray`)."""
-    from llmbench.runner import run_sweep
-
-    return run_sweep(spec, results, points=points, executor="ray", **kw)
 
 
 def run_groups_ray(kind: PointKind, groups: list[list], ctx: Any, run_id: str, store: Store,
@@ -86,13 +78,9 @@ def run_groups_ray(kind: PointKind, groups: list[list], ctx: Any, run_id: str, s
     return records
 
 
-def resources(p, kind: PointKind | None = None) -> dict:
+def resources(p, kind: PointKind) -> dict:
     """What a group's task asks Ray for: one CPU and every device one of its points needs (a
     point's devices are one unit: tensor x pipeline parallel, or a training point's nproc)."""
-    if kind is None:
-        from llmbench.runner import InferenceKind
-
-        kind = InferenceKind()
     return {"num_cpus": 1, "num_gpus": kind.devices(p)}
 
 

@@ -66,7 +66,7 @@ def synthetic_gguf(arch: ModelArch, gguf_type: str = "f16") -> Path:
 def cached_path(arch: ModelArch, gguf_type: str) -> Path:
     """Where the file lives (present or not). The name carries a digest of the architecture
     and the writer version: a corrected catalog entry or writer never reuses a stale file."""
-    from llmbench.models.sources import cache_dir
+    from llmbench.cache import cache_dir
 
     digest = hashlib.sha256(f"{WRITER_VERSION} {arch.model_dump_json()}".encode()).hexdigest()[:8]
     return cache_dir() / "models" / f"{arch.name}-random-{digest}-{gguf_type}.gguf"

@@ -23,21 +23,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from llmbench.cache import cache_dir
 from llmbench.errors import ModelError
 from llmbench.models.catalog import (CATALOG, ModelArch, arch_from_gguf, arch_from_hf_config,
                                      canonical_name, get_arch, register_local)
 
 Source = Literal["bundled", "synthetic", "hf-dir", "gguf"]
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-
-
-def cache_dir() -> Path:
-    env = os.environ.get("LLMBENCH_CACHE")
-    if env:
-        return Path(env)
-    from platformdirs import user_cache_dir
-
-    return Path(user_cache_dir("llmbench"))
 
 
 @dataclass(frozen=True)

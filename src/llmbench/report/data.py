@@ -145,12 +145,6 @@ def enrich(df: pd.DataFrame) -> pd.DataFrame:
     return df
 
 
-def stat_column(metric: str, stat: str) -> str:
-    if stat not in STATS:
-        raise ValueError(f"unknown statistic {stat!r}")
-    return f"{metric}_{stat}"
-
-
 @lru_cache(maxsize=4096)
 def _samples_of(path: str, mtime_ns: int, metric: str) -> tuple[float, ...]:
     try:

@@ -36,7 +36,7 @@ Accounting (one place, used by every caller):
 - TTFT (offline batch, mean over requests): the larger of one request's prefill and
   (B+1)/2 prefill FLOP-times (k-th request cannot finish before k prefills of work).
 - TPOT: mean decode step. Batch latency: prefill + every decode step.
-- Training step: time from the FLOPs a step must do, train/flops.py with causal attention
+- Training step: time from the FLOPs a step must do, roofline/flops.py with causal attention
   (tokens x (6 x matmul params + 6 x layers x q_dim x (seq + 1)): mean context (seq+1)/2,
   forward + backward = 3 x forward); bytes = params x (4 x weight bytes + 24) (weights read
   forward and backward, gradient written and read, fp32 master/m/v read and written);
@@ -52,6 +52,7 @@ from dataclasses import asdict, dataclass, field
 import numpy as np
 
 from llmbench.hardware import Hardware
+from llmbench.roofline.flops import flops_per_token  # the training study's count too
 from llmbench.models.catalog import ModelArch
 
 BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0,
@@ -290,7 +291,6 @@ def inference_bound(arch: ModelArch, hw: Hardware, w: Workload) -> InferenceBoun
 def training_bound(arch: ModelArch, hw: Hardware, *, batch_size: int, seq_len: int,
                    devices: int = 1, dtype: str = "bf16", grad_accum: int = 1) -> TrainingBound:
     notes: list[str] = []
-    from llmbench.train.flops import flops_per_token  # pure arithmetic, one convention
 
     tokens = batch_size * seq_len * grad_accum
     flops = tokens * flops_per_token(matmul_params(arch), arch.layers, arch.q_dim, seq_len,

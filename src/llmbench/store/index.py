@@ -128,7 +128,7 @@ def _row(path: str, data: bytes, mtime_ns: int, size: int, metrics: set[str],
 
 def index_path(root: Path | str) -> Path:
     """Where the index of `root` is cached: the user cache, keyed by the resolved path."""
-    from llmbench.models.sources import cache_dir
+    from llmbench.cache import cache_dir
 
     key = hashlib.sha256(str(Path(root).resolve()).encode()).hexdigest()[:24]
     return cache_dir() / "index" / f"{key}.parquet"

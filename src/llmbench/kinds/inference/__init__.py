@@ -1,0 +1,1 @@
+"""Inference points (offline and perplexity): their spec, kind, workloads and prompts."""

@@ -1,0 +1,90 @@
+"""Offline batch inference: the paper's setting. One batch of `batch_size` concurrent
+requests per repeat, prompts of exactly input_len tokens, exactly output_len generated.
+
+Warm-ups run first and are reported apart (`warmup_batch_latency_s`), never averaged in.
+
+Timing: a repeat's `batch_latency_s` runs from the batch start to its last token, as the
+backend stamped it; the time until generate() returned (which for llama.cpp also reads its
+perf counters and frees the batch) is kept apart as `generate_return_s`.
+
+Energy: a meter's window covers the timed batch and, while it is shorter than
+`point.energy_min_window_s` (2 s by default; NVML's counter is too coarse below that), more
+batches of fresh prompts of the same shape; the repeat's `energy_j` is the window's energy /
+the batches in it. Those extra batches are not timed: latency repeats stay one batch each.
+"""
+
+from __future__ import annotations
+
+import time
+
+from llmbench.backends.base import Backend
+from llmbench.measure.power import MIN_RELIABLE_WINDOW_S, EnergyMeter
+from llmbench.measure.stats import summarize
+from llmbench.measure.timeline import BatchTiming
+from llmbench.metrics import last_token_time, metric, offline_metrics
+from llmbench.kinds.inference.spec import Point
+from llmbench.store.record import MetricStats
+from llmbench.kinds.inference.prompts import make_prompts
+
+ENERGY_PROMPTS = 1_000_000  # prompt indices of the untimed energy batches: never a repeat's
+
+
+def run_offline(backend: Backend, point: Point, meter: EnergyMeter,
+                on_repeat=None) -> tuple[dict[str, MetricStats], list[str]]:
+    notes: list[str] = []
+    backend.prepare(point)
+    warm = []
+    for w in range(point.warmups):
+        prompts = make_prompts(backend, point.batch_size, point.input_len, point.seed, -1 - w)
+        t0 = time.perf_counter()
+        backend.generate(prompts, point.output_len, t0)
+        warm.append(time.perf_counter() - t0)
+        if on_repeat:
+            on_repeat()
+    batches: list[BatchTiming] = []
+    engine: dict[str, list[float]] = {}
+    short = 0
+    for rep in range(point.repeats):
+        prompts = make_prompts(backend, point.batch_size, point.input_len, point.seed, rep)
+        n = 1
+        with meter.window() as win:
+            t0 = time.perf_counter()
+            timelines = backend.generate(prompts, point.output_len, t0)
+            t_ret = time.perf_counter()
+            timings = backend.engine_timings()  # of the timed batch, before any energy batch
+            while meter.available and time.perf_counter() - t0 < point.energy_min_window_s:
+                extra = make_prompts(backend, point.batch_size, point.input_len, point.seed,
+                                     ENERGY_PROMPTS * (rep + 1) + n)
+                backend.generate(extra, point.output_len, time.perf_counter())
+                n += 1
+        for tl, p in zip(timelines, prompts):
+            if tl.prompt_tokens is None:
+                tl.prompt_tokens = len(p)
+            if tl.output_tokens != point.output_len:
+                short += 1
+        energy = win.energy_j
+        batches.append(BatchTiming(
+            t0, last_token_time(timelines, t_ret), timelines, t_return=t_ret,
+            energy_j=energy / n if energy is not None else None,
+            avg_power_w=energy / win.duration_s if energy is not None and win.duration_s > 0 else None,
+            energy_window_s=win.duration_s if energy is not None else None, energy_batches=n))
+        for k, v in timings.items():
+            engine.setdefault(k, []).append(v)
+        if on_repeat:
+            on_repeat()
+    metrics = offline_metrics(batches, point.input_len)
+    for k, v in engine.items():  # the engine's own view, e.g. llama.cpp's perf counters
+        known = metric(f"engine_{k}")  # a counter the catalog lacks has no known unit
+        metrics[f"engine_{k}"] = summarize(v, known.unit if known else "")
+    if warm:
+        metrics["warmup_batch_latency_s"] = summarize(warm, "s")
+    windows = [b.energy_window_s for b in batches if b.energy_window_s is not None]
+    if windows and min(windows) < MIN_RELIABLE_WINDOW_S:
+        notes.append(f"energy unreliable: measured over windows of {min(windows):.2f} s, under "
+                     f"{MIN_RELIABLE_WINDOW_S:g} s (energy_min_window_s="
+                     f"{point.energy_min_window_s:g}); NVML's energy counter is too coarse for that")
+    if short:
+        notes.append(f"{short} request(s) returned a different number of tokens than "
+                     f"output_len={point.output_len}")
+    metrics["short_outputs"] = summarize([short], "requests", keep_samples=False)
+    return metrics, notes

@@ -1,0 +1,211 @@
+"""What a serving benchmark runs: length distributions, SLOs, warm-up windows, and the load
+points (schedules) of one `llmbench serve` call. Imports nothing heavy."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import ConfigDict, Field, field_validator, model_validator
+
+from llmbench.errors import SpecError
+from llmbench.kinds.base import Frozen, Strict
+from llmbench.loadgen.client import Api
+from llmbench.loadgen.schedule import Schedule
+from llmbench.loadgen.traces import FORMATS
+
+SLO_KEYS = ("ttft_s", "tpot_s", "e2e_s")
+
+
+class LengthDist(Frozen):
+    """'32' (fixed), 'uniform:16:64', 'normal:64:16' (clipped to >= 1)."""
+
+    kind: Literal["fixed", "uniform", "normal"] = "fixed"
+    a: float
+    b: float = 0.0
+
+    @classmethod
+    def parse(cls, text: str | int, flag: str = "length") -> LengthDist:
+        s = str(text).strip()
+        try:
+            if ":" not in s:
+                d = cls(kind="fixed", a=int(s))
+            else:
+                kind, a, b = s.split(":")
+                d = cls(kind=kind, a=float(a), b=float(b))
+        except (ValueError, TypeError):
+            raise SpecError([(flag, f"{s!r} is not N, uniform:LO:HI or normal:MEAN:STD")]) from None
+        if d.a < 1 or (d.kind == "uniform" and d.b < d.a) or (d.kind == "normal" and d.b < 0):
+            raise SpecError([(flag, f"{s!r}: lengths must be >= 1 (and HI >= LO, STD >= 0)")])
+        return d
+
+    def sample(self, rng: random.Random) -> int:
+        if self.kind == "fixed":
+            return int(self.a)
+        if self.kind == "uniform":
+            return rng.randint(int(self.a), int(self.b))
+        return max(1, round(rng.gauss(self.a, self.b)))
+
+    @property
+    def mean(self) -> float:
+        return (self.a + self.b) / 2 if self.kind == "uniform" else self.a
+
+    def __str__(self) -> str:
+        return str(int(self.a)) if self.kind == "fixed" else f"{self.kind}:{self.a:g}:{self.b:g}"
+
+
+class ServeConfig(Strict):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    model: str = "smollm2-135m"
+    served_model: str | None = Field(None, description="name the server knows the model by")
+    api: Api = "completions"
+    tokenizer: str | None = None
+    dataset: Path | None = None
+    trace: Path | None = None                   # a timestamped trace to replay (loadgen/traces.py)
+    trace_format: str = "auto"
+    trace_speedup: float = Field(1.0, gt=0)
+    max_input_len: int | None = Field(None, ge=1)    # trace length caps
+    max_output_len: int | None = Field(None, ge=1)
+    input_len: LengthDist = LengthDist(a=32)
+    output_len: LengthDist | None = None       # None: 32, or the dataset's own lengths
+    shared_prefix: float = Field(0.0, ge=0.0, lt=1.0)
+    prefix_groups: int = Field(1, ge=1)         # groups each sharing its own prefix
+    turns: int = Field(1, ge=1)                 # > 1: conversations of this many turns
+    think_time_s: float = Field(0.0, ge=0)      # between an answer and the next turn
+    concurrency: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
+    rate: list[Annotated[float, Field(gt=0)]] = Field(default_factory=list)
+    burstiness: float = Field(1.0, gt=0)
+    max_concurrency: int | None = Field(None, ge=1)
+    num_prompts: int | None = Field(None, ge=1)
+    duration_s: float | None = Field(None, gt=0)
+    warmup: str = "0"                           # seconds, or "10%" of the run
+    warmup_requests: int = Field(2, ge=0)       # sent one by one before each point, unmeasured
+    cooldown: str = "0"
+    slo: dict[str, float] = Field(default_factory=dict)
+    find_max_rate: bool = False                 # search the highest rate meeting the SLOs
+    slo_fraction: float = Field(0.9, gt=0, le=1)   # of requests that must meet every SLO
+    rate_tolerance: float = Field(0.1, gt=0)    # search ends when high / low <= 1 + this
+    max_points: int = Field(10, ge=2)
+    timeout_s: float = Field(300.0, gt=0)
+    seed: int = 0
+    force_output: bool = True
+    extra_body: dict[str, Any] = Field(default_factory=dict)
+    use_uvloop: bool = True
+    workers: int = Field(1, ge=1)               # client processes (loadgen/workers.py)
+    # where the client shards run: "local" processes of this host, or "ray" actors wherever
+    # the cluster places them (loadgen/shards.py)
+    executor: Literal["local", "ray"] = "local"
+    server_metrics: bool = True                 # scrape the server's Prometheus /metrics
+    metrics_interval_s: float = Field(1.0, gt=0)
+
+    # The rules across fields. They raise SpecError naming the `llmbench serve` flag (pydantic
+    # passes it through untouched): a ValueError here would name no field.
+    @model_validator(mode="after")
+    def _load(self) -> ServeConfig:
+        if self.num_prompts is not None and self.duration_s is not None:
+            raise SpecError([("--num-prompts / --duration", "give one of them, not both")])
+        if self.dataset is not None and not self.dataset.is_file():
+            raise SpecError([("--dataset", f"{self.dataset} is not a file")])
+        if self.max_concurrency is not None and self.concurrency and self.rate:
+            raise SpecError([("--max-concurrency", "with --rate, give the cap by --concurrency or "
+                                                   "--max-concurrency, not both")])
+        if self.turns > 1 and (self.rate or self.duration_s):
+            raise SpecError([("--turns", "conversations (--turns) run closed-loop sessions: give "
+                              "--concurrency and --num-prompts (sessions), not --rate/--duration")])
+        if self.workers > 1 and (self.turns > 1 or self.find_max_rate):
+            raise SpecError([("--workers", "several client workers drive independent requests: not "
+                              "conversations (--turns) nor --find-max-rate (one watch sees every request)")])
+        if self.executor == "ray" and (self.turns > 1 or self.find_max_rate):
+            raise SpecError([("--executor", "client shards on Ray drive independent requests: not "
+                              "conversations (--turns; each turn needs the last answer in the same "
+                              "client) nor --find-max-rate (its early stop watches every request "
+                              "in one loop)")])
+        if self.trace is None and not self.find_max_rate:
+            try:
+                self.schedules()
+            except ValueError as e:
+                raise SpecError([("schedule", str(e))]) from None
+        return self
+
+    @model_validator(mode="after")
+    def _trace(self) -> ServeConfig:
+        if self.trace is None:
+            return self
+        if self.trace_format not in ("auto", *FORMATS):
+            raise SpecError([("--trace-format", f"{self.trace_format!r} is not one of auto, "
+                                                f"{', '.join(FORMATS)}")])
+        if not self.trace.is_file():
+            raise SpecError([("--trace", f"{self.trace} is not a file")])
+        clash = [flag for flag, v in (("--rate", self.rate), ("--dataset", self.dataset),
+                                      ("--duration", self.duration_s),
+                                      ("--concurrency", self.concurrency)) if v]
+        if clash:
+            raise SpecError([("--trace", f"the trace sets the arrival times and lengths; drop "
+                                         f"{', '.join(clash)} (--max-concurrency caps in-flight requests)")])
+        return self
+
+    @model_validator(mode="after")
+    def _search(self) -> ServeConfig:
+        if not self.find_max_rate:
+            return self
+        clash = [flag for flag, v in (("--concurrency", self.concurrency), ("--duration", self.duration_s),
+                                      ("--trace", self.trace), ("--turns", self.turns > 1)) if v]
+        if not self.slo or clash or len(self.rate) > 1:
+            raise SpecError([("--find-max-rate", "needs --slo, at most one --rate (where to start), "
+                              "-n requests per rate, and an open loop"
+                              + (f"; drop {', '.join(clash)}" if clash else ""))])
+        return self
+
+    @field_validator("slo")
+    @classmethod
+    def _slo(cls, v: dict[str, float]) -> dict[str, float]:
+        bad = [k for k in v if k not in SLO_KEYS]
+        if bad:
+            raise ValueError(f"unknown SLO {bad}; allowed: {', '.join(SLO_KEYS)}")
+        return v
+
+    def schedules(self) -> list[Schedule]:
+        n = None if self.duration_s else (self.num_prompts or 100)
+        if self.turns > 1:   # conversations (closed-loop, _load says): -n counts sessions
+            n *= self.turns
+        out = []
+        if self.rate:
+            caps = self.concurrency or [self.max_concurrency]
+            for r in self.rate:
+                for c in caps:
+                    out.append(Schedule(rate=r, burstiness=self.burstiness, concurrency=c,
+                                        num_prompts=n, duration_s=self.duration_s, seed=self.seed))
+        else:
+            for c in self.concurrency or [1]:
+                out.append(Schedule(concurrency=c, num_prompts=n, duration_s=self.duration_s,
+                                    seed=self.seed))
+        return out
+
+
+def parse_window(text: str, run_s: float, flag: str) -> float:
+    s = str(text).strip()
+    try:
+        v = float(s[:-1]) / 100 * run_s if s.endswith("%") else float(s.rstrip("s"))
+    except ValueError:
+        raise SpecError([(flag, f"{s!r} is not seconds (e.g. 2 or 2s) or a percentage (10%)")]) from None
+    if v < 0:
+        raise SpecError([(flag, "must be >= 0")])
+    return v
+
+
+def parse_slo(text: str | None) -> dict[str, float]:
+    if not text:
+        return {}
+    out = {}
+    for item in text.split(","):
+        k, _, v = item.partition("=")
+        k = k.strip()
+        if k not in SLO_KEYS:
+            raise SpecError([("--slo", f"unknown SLO {k!r}; allowed: {', '.join(SLO_KEYS)}")])
+        try:
+            out[k] = float(v.rstrip("s"))
+        except ValueError:
+            raise SpecError([("--slo", f"{item!r} is not KEY=SECONDS")]) from None
+    return out

@@ -1,0 +1,384 @@
+"""The serving workload: load-test an OpenAI-compatible server, one record per load level.
+
+Prompts are built in the model's own tokenizer so that each has exactly the asked number of
+tokens (decoded text re-encodes to the same length; checked, and the actual length recorded if
+a text refuses to round-trip), different for every request (random windows of the bundled
+English text) so no prefix cache helps unless a shared-prefix fraction asks for it. Or they
+come from a ShareGPT-format JSON file. The output length is forced (ignore_eos + min_tokens)
+and verified: short answers are counted and noted.
+
+Warm-up and cool-down: the steady-state window is [start + warmup, end - cooldown]; the
+headline metrics use it and every metric is also kept over the whole run as `all_<name>`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from collections.abc import Iterator
+from typing import Any, Callable
+
+from llmbench.errors import SpecError
+from llmbench.loadgen.client import RequestSpec, encode_request, interpret
+from llmbench.loadgen.conversations import conversation_driver
+from llmbench.loadgen.http import Endpoint
+from llmbench.loadgen.preflight import check_server, normalize_url
+from llmbench.loadgen.run import LoadResult, run_load, run_sync, warm_up
+from llmbench.loadgen.server_metrics import Scraper
+from llmbench.loadgen.schedule import Schedule
+from llmbench.measure.redact import redact_args
+from llmbench.kinds.serving.prompts import sharegpt_prompts, synthetic_prompts
+from llmbench.kinds.serving.config import LengthDist, ServeConfig
+from llmbench.kinds.serving.summary import by_turn, server_view, slo_met_fraction, summarize_point
+from llmbench.kinds.serving.tokenizer import load_tokenizer
+
+__all__ = ["LengthDist", "ServeConfig", "ServingSession", "Target", "load_tokenizer",
+           "synthetic_prompts"]   # the last two also for benchmarks/client_fidelity.py
+
+
+# -- one run ---------------------------------------------------------------------------------------
+@dataclass
+class Target:
+    """Where the server is and what it is (for the record)."""
+
+    url: str
+    backend: str = "openai-server"
+    backend_version: str | None = None
+    backend_options: dict[str, Any] | None = None
+    device: str = "unknown"        # cpu | cuda | cuda:N | unknown (a remote server)
+    device_count: int = 1
+    api_key: str | None = None     # used for the request bytes only; never recorded
+
+
+class ServingSession:
+    """One server's side of a serving sweep: checked, tokenizer loaded, every level's prompts
+    planned (each level gets its own slice of one pool, so a level run alone -- `--point K`,
+    `--resume` -- sends the prompts it would have sent in the whole sweep), then levels run
+    one at a time by their index (kinds/serving/kind.py drives it)."""
+
+    def __init__(self, cfg: ServeConfig, target: Target, listed: list[str] | None = None,
+                 progress: Callable[[str], None] | None = None) -> None:
+        from llmbench.measure.env import capture, hardware
+        from llmbench.measure.power import EnergyMeter, open_meter
+        from llmbench.models.sources import resolve
+        from llmbench.store.record import HardwareInfo, ModelInfo
+
+        self.target, self.progress = target, progress
+        self.url = normalize_url(target.url)
+        if listed is None:
+            listed = check_server(self.url, target.api_key)   # refuse now, not after a point of failures
+        self.tok = load_tokenizer(cfg.tokenizer or cfg.model)
+        if cfg.trace and cfg.trace_format == "auto":   # the record names the format read
+            from llmbench.loadgen.traces import detect_format
+
+            cfg = cfg.model_copy(update={"trace_format": detect_format(cfg.trace)})
+        self.cfg = cfg
+        self.schedules, counts, self.specs, self.notes0 = _load_plan(cfg, self.tok)
+        self.offsets = [sum(counts[:k]) for k in range(len(counts))]
+        self.counts = counts
+        self.served = cfg.served_model or (listed[0] if listed else cfg.model)
+        # Warm-up prompts: their own (another seed), so no measured prompt is cached by them.
+        self.warmup_specs = _warmup_specs(cfg, self.tok, self.specs) if cfg.warmup_requests else []
+        try:
+            ref = resolve(cfg.model)
+            self.model = ModelInfo(name=ref.name, source=ref.source, params=ref.params,
+                                   synthetic_weights=ref.synthetic_weights)
+        except SpecError:
+            self.model = ModelInfo(name=cfg.model, source="server")
+        if target.device == "unknown":
+            self.hw = HardwareInfo(name="remote server (unknown hardware)", count=target.device_count)
+            self.meter = EnergyMeter("the server's hardware is not on this machine")
+        else:
+            self.hw = HardwareInfo(**hardware(target.device, target.device_count))
+            self.meter = open_meter(target.device, target.device_count) \
+                if target.device.startswith("cuda") else open_meter("cpu")
+        from llmbench.measure.gpm import CountedMeter, CounterWatch
+
+        # the server's GPUs when they are this machine's; else absent with the reason
+        self.meter = CountedMeter(self.meter, CounterWatch.for_device(target.device, target.device_count)
+                                  if target.device != "unknown" else
+                                  CounterWatch(absent="the server's hardware is not on this machine"))
+        self.env = capture()
+        self.env["argv"] = redact_args(self.env.get("argv", []))
+
+    def record(self, key: str, run_id: str, sch: Schedule, mine: list[RequestSpec], sent: int = 0):
+        """A level's record before its measurement (a failed level keeps it, with the cause)."""
+        from llmbench.store.record import BackendInfo, Record
+
+        return Record(
+            run_id=run_id, point_key=key, kind="serving",
+            backend=BackendInfo(name=self.target.backend, version=self.target.backend_version,
+                                options={"api": self.cfg.api, "served_model": self.served,
+                                         **(self.target.backend_options or {})}),
+            model=self.model, hardware=self.hw, workload=_workload(self.cfg, sch, mine, sent),
+            power=self.meter.describe(), notes=list(self.notes0), env=self.env)
+
+    def level_plan(self, index: int) -> tuple[Schedule, list[RequestSpec]]:
+        """Level `index`'s schedule and its own prompts."""
+        off, n = self.offsets[index], self.counts[index]
+        return self.schedules[index], [self.specs[(off + i) % len(self.specs)] for i in range(n)]
+
+    def level(self, key: str, run_id: str, index: int):
+        sch, mine = self.level_plan(index)
+        return self._point(key, run_id, sch, mine)
+
+    def _point(self, key: str, run_id: str, sch: Schedule, mine: list[RequestSpec], watch=None,
+               search: dict | None = None):
+        if self.progress:
+            self.progress(sch.label())
+        self.meter.counters.reset()  # this point's windows only
+        res, metrics, serving, notes = _measure(self.cfg, self.target, self.url, self.served, sch,
+                                                mine, self.tok, self.meter, watch, self.warmup_specs)
+        rec = self.record(key, run_id, sch, mine, len(res.sent))
+        if search is not None:
+            rec.workload.update(find_max_rate=True, slo_fraction=self.cfg.slo_fraction,
+                                search_point=search["point"])
+        bad = serving["requests"] and serving["errors_total"] == serving["requests"]
+        rec.status = "failed" if bad and watch is None else "ok"
+        rec.error = f"every request failed: {serving['errors_by_kind']}" if bad else None
+        rec.metrics, rec.serving = metrics, serving
+        rec.power = self.meter.describe()
+        if (energy := self.meter.observer()) is not None:
+            rec.observers["energy"] = energy
+        rec.notes.extend(notes)
+        from llmbench.measure.gpm import attach as gpm_attach
+
+        gpm_attach(rec, self.meter.take())
+        _annotate(rec)
+        return rec
+
+    def search(self, key: str, run_id: str) -> Iterator:
+        """Bisect on the request rate (loadgen/capacity.py), yielding one record per rate walked,
+        each carrying the search so far (the last one the answer). The next rate depends on the
+        previous records: the search is one unit (one point) of the pipeline."""
+        from llmbench.loadgen.capacity import PointWatch, RateSearch
+
+        cfg, specs = self.cfg, self.specs
+        n = cfg.num_prompts or 100
+        search = RateSearch(start_rate=cfg.rate[0] if cfg.rate else 1.0, tolerance=cfg.rate_tolerance,
+                            max_points=cfg.max_points)
+        k = 0
+        while (rate := search.next_rate()) is not None:
+            sch = Schedule(rate=rate, burstiness=cfg.burstiness, concurrency=cfg.max_concurrency,
+                           num_prompts=n, seed=cfg.seed + k)
+            watch = PointWatch(n, cfg.slo, cfg.slo_fraction)
+            rec = self._point(key, run_id, sch, specs[k * n:(k + 1) * n], watch, {"point": k})
+            met = rec.serving["slo_met_fraction"]
+            meets = watch.verdict() if watch.stop_reason else (met is not None and met >= cfg.slo_fraction)
+            search.add(rate, meets, met, watch.stop_reason, side=watch.side)
+            rec.serving["capacity_search"] = search.result()
+            rec.serving["point_watch"] = _watch_view(watch, rec.serving)
+            if watch.stop_reason and (watch.cancelled or rec.serving["requests"] < n):
+                rec.notes.append(f"stopped early after {rec.serving['requests']} of {n} requests "
+                                 f"({watch.cancelled} in flight cancelled: {watch.cancelled_late} "
+                                 f"already late, {watch.cancelled_unknown} unknown): {watch.describe()}")
+            yield rec
+            k += 1
+
+
+def _measure(cfg: ServeConfig, target: Target, url: str, served: str, sch: Schedule,
+             mine: list[RequestSpec], tok, meter, watch=None,
+             warmup: list[RequestSpec] = ()) -> tuple[LoadResult, dict, dict, list[str]]:
+    """One load point: warm-up requests (unmeasured, before the scrape and energy windows),
+    then send, with the server's /metrics scraped meanwhile, then read."""
+    ep = Endpoint.parse(url)
+
+    def encode(spec: RequestSpec) -> bytes:
+        return encode_request(ep, spec, served, cfg.api, force_output=cfg.force_output,
+                              extra=cfg.extra_body, api_key=target.api_key)
+
+    used: dict[int, RequestSpec] = {}
+    driver = conversation_driver(mine, cfg.turns, sch.concurrency, cfg.think_time_s,
+                                 cfg.timeout_s, encode, used) if cfg.turns > 1 else None
+    reqs = [] if driver else [encode(s) for s in mine]
+    warm = run_sync(warm_up(ep, [encode(w) for w in warmup], cfg.timeout_s), cfg.use_uvloop) \
+        if warmup else None
+    scraper = Scraper(url, cfg.metrics_interval_s, target.api_key) if cfg.server_metrics else None
+    if scraper:
+        scraper.start()
+    try:
+        with meter.window() as win:
+            if cfg.executor == "ray":
+                from llmbench.loadgen.shards import run_shards
+
+                res = run_shards(ep, reqs, sch, cfg.workers, timeout_s=cfg.timeout_s,
+                                 use_uvloop=cfg.use_uvloop)
+            elif cfg.workers > 1:
+                from llmbench.loadgen.workers import run_workers
+
+                res = run_workers(ep, reqs, sch, cfg.workers, timeout_s=cfg.timeout_s,
+                                  use_uvloop=cfg.use_uvloop)
+            else:
+                res = run_sync(run_load(ep, reqs, sch, timeout_s=cfg.timeout_s, driver=driver,
+                                        watch=watch), cfg.use_uvloop)
+    finally:
+        if scraper:
+            scraper.stop()
+    sent_specs = [_as_sent(used[s.index], tok) if driver else mine[s.index % len(mine)]
+                  for s in res.sent]
+    outcomes = [interpret(s.resp, s.t_sched, sp, tok.count) for s, sp in zip(res.sent, sent_specs)]
+    metrics, serving, notes = summarize_point(outcomes, res, cfg, tok, win.energy_j)
+    if warm is not None:
+        serving["warmup"] = warm
+        if warm["failed"]:
+            notes.append(f"{warm['failed']} of {warm['requests']} warm-up request(s) failed")
+    # Cancelled by an early stop: a miss only if already late; the others are unknown.
+    serving["slo_met_fraction"] = slo_met_fraction(outcomes, cfg.slo,
+                                                   watch.cancelled_late if watch else 0)
+    if watch is not None and watch.cancelled_unknown and cfg.slo:
+        judged = len(outcomes) + watch.cancelled_late
+        met = (serving["slo_met_fraction"] or 0.0) * judged
+        total = judged + watch.cancelled_unknown
+        serving["slo_unknown_requests"] = watch.cancelled_unknown
+        serving["slo_met_fraction_bounds"] = [met / total, (met + watch.cancelled_unknown) / total]
+    if driver:
+        by_turn(outcomes, [s.index % cfg.turns for s in res.sent], cfg.turns, metrics, serving)
+    server_view(scraper.summary(res.t_start) if scraper else
+                {"available": False, "reason": "not asked (--no-server-metrics)"},
+                metrics, serving, notes)
+    return res, metrics, serving, notes
+
+
+def _watch_view(watch, serving: dict) -> dict:
+    """What the point's early stop rested on, for the record; a server saturation verdict is
+    set beside the server's own queue where its metrics exist."""
+    v = {"stop": watch.stop_reason, "side": watch.side, "evidence": watch.evidence,
+         "cancelled": watch.cancelled, "cancelled_late": watch.cancelled_late,
+         "cancelled_unknown": watch.cancelled_unknown}
+    gauges = (serving.get("server_metrics") or {}).get("gauges") or {}
+    if "requests_waiting" in gauges:
+        w = gauges["requests_waiting"]
+        v["server_queue"] = {"requests_waiting_max": w.get("max"),
+                             "requests_running_max": (gauges.get("requests_running") or {}).get("max")}
+        if watch.side == "server" and not w.get("max"):
+            v["server_queue"]["note"] = (
+                "the engine's own queue stayed empty: what grew was its running batch (up to "
+                "requests_running_max) or ahead of the engine (HTTP front end, tokenizer)")
+    return v
+
+
+def _warmup_specs(cfg: ServeConfig, tok, specs: list[RequestSpec]) -> list[RequestSpec]:
+    """`cfg.warmup_requests` synthetic prompts of the point's mean lengths."""
+    mean_in = max(1, round(sum(s.prompt_len for s in specs) / len(specs)))
+    mean_out = max(1, round(sum(s.output_len for s in specs) / len(specs)))
+    return synthetic_prompts(tok, cfg.warmup_requests, LengthDist(a=mean_in), LengthDist(a=mean_out),
+                             0.0, cfg.seed + 7919)
+
+
+def _as_sent(spec: RequestSpec, tok) -> RequestSpec:
+    """A conversation turn as sent: its prompt length counts the history it carries."""
+    return RequestSpec(spec.prompt, tok.count(spec.full_prompt()), spec.output_len, spec.history)
+
+
+def _load_plan(cfg: ServeConfig, tok) -> tuple[list[Schedule], list[int], list[RequestSpec], list[str]]:
+    """The points to run, requests per point, the prompts (in order) and notes about them."""
+    if cfg.trace:
+        return _trace_plan(cfg, tok)
+    # Every point gets its own prompts: a prompt seen at an earlier point would be a prefix-cache
+    # hit at the next one. A capacity search makes its points as it goes: a pool for all.
+    schedules = [] if cfg.find_max_rate else cfg.schedules()
+    counts = [cfg.max_points * (cfg.num_prompts or 100)] if cfg.find_max_rate else \
+        [s.num_prompts or _duration_pool(s) for s in schedules]
+    pool_n = sum(counts)
+    notes0: list[str] = []
+    if cfg.dataset:
+        specs, notes0 = sharegpt_prompts(cfg.dataset, tok, pool_n, cfg.output_len, cfg.seed)
+    else:
+        specs = synthetic_prompts(tok, pool_n, cfg.input_len, cfg.output_len or LengthDist(a=32),
+                                  cfg.shared_prefix, cfg.seed, groups=cfg.prefix_groups)
+        off = sum(1 for s in specs if s.prompt_len != _nominal(cfg.input_len, s.prompt_len))
+        if off:
+            notes0.append(f"{off} prompt(s) could not be made exactly input_len tokens long; "
+                          "their real length is used")
+    if not cfg.dataset and pool_n > len(tok.encode(_corpus_text())) and cfg.shared_prefix == 0:
+        notes0.append(f"{pool_n} prompts outnumber the start positions in the bundled text: "
+                      "some prompts share a beginning")
+    return schedules, counts, specs, notes0
+
+
+def _trace_plan(cfg: ServeConfig, tok):
+    from llmbench.loadgen.traces import prepare, read_trace
+    from llmbench.kinds.serving.prompts import trace_prompts
+
+    trace = read_trace(cfg.trace, cfg.trace_format)
+    reqs, notes = prepare(trace, speedup=cfg.trace_speedup, max_input_len=cfg.max_input_len,
+                          max_output_len=cfg.max_output_len, limit=cfg.num_prompts)
+    specs = trace_prompts(tok, reqs, trace.block_tokens, cfg.seed)
+    span_s = reqs[-1].t_s
+    rate = (len(reqs) - 1) / span_s if span_s > 0 else math.inf
+    sch = Schedule(rate=rate, offsets_s=tuple(r.t_s for r in reqs), num_prompts=len(reqs),
+                   concurrency=cfg.max_concurrency, seed=cfg.seed)
+    off = sum(1 for r, s in zip(reqs, specs) if s.prompt_len != r.input_len)
+    if off:
+        notes.append(f"{off} trace prompt(s) could not be made exactly their length; the real "
+                     "length is used")
+    return [sch], [len(reqs)], specs, notes
+
+
+def _annotate(rec) -> None:
+    try:
+        from llmbench.roofline import annotate
+    except ImportError:
+        return
+    annotate(rec)
+
+
+def _corpus_text() -> str:
+    from llmbench.kinds.inference.prompts import bundled_text
+
+    return bundled_text()
+
+
+def _nominal(d: LengthDist, actual: int) -> int:
+    return int(d.a) if d.kind == "fixed" else actual
+
+
+def _duration_pool(s: Schedule) -> int:
+    # Enough distinct prompts for most runs; beyond it prompts repeat (noted in the record).
+    if s.rate and not math.isinf(s.rate):
+        return min(20000, int(s.rate * s.duration_s * 1.5) + 16)
+    return 2000
+
+
+def _workload(cfg: ServeConfig, sch: Schedule, specs: list[RequestSpec], requests_sent: int) -> dict:
+    rate = sch.rate
+    own_lens = bool(cfg.dataset or cfg.trace)       # lengths come from the file, not the flags
+    mean_in = round(sum(s.prompt_len for s in specs) / len(specs))
+    mean_out = round(sum(s.output_len for s in specs) / len(specs))
+    source = "trace" if cfg.trace else "dataset"
+    w = {
+        "load": "trace" if cfg.trace else ("closed" if sch.closed_loop else "open"),
+        "concurrency": sch.concurrency if sch.closed_loop else None,
+        "max_concurrency": None if sch.closed_loop else sch.concurrency,
+        "request_rate": rate if rate is not None and not math.isinf(rate) else None,
+        "request_rate_label": "closed" if rate is None else ("inf" if math.isinf(rate) else f"{rate:g}"),
+        "burstiness": None if sch.closed_loop or cfg.trace else sch.burstiness,
+        "num_prompts": sch.num_prompts, "duration_s": sch.duration_s,
+        "requests_sent": requests_sent,
+        "input_len": mean_in if own_lens else int(cfg.input_len.mean),
+        "output_len": mean_out if own_lens and cfg.output_len is None
+        else int((cfg.output_len or LengthDist(a=32)).mean),
+        "input_len_dist": source if own_lens else str(cfg.input_len),
+        "output_len_dist": str(cfg.output_len) if cfg.output_len else (source if own_lens else "32"),
+        "dataset": str(cfg.dataset) if cfg.dataset else ("trace" if cfg.trace else "synthetic"),
+        "shared_prefix": cfg.shared_prefix, "api": cfg.api, "warmup": cfg.warmup,
+        "warmup_requests": cfg.warmup_requests,
+        "cooldown": cfg.cooldown, "slo": ",".join(f"{k}={v:g}" for k, v in cfg.slo.items()) or None,
+        "force_output": cfg.force_output, "seed": cfg.seed, "timeout_s": cfg.timeout_s,
+        "batch_size": None,
+    }
+    # only when used: the point key of an ordinary point stays what it was
+    if cfg.prefix_groups > 1:
+        w["prefix_groups"] = cfg.prefix_groups
+    if cfg.workers > 1:
+        w["client_workers"] = cfg.workers
+    if cfg.executor != "local":
+        w["client_executor"] = cfg.executor
+    if cfg.turns > 1:
+        w.update(turns=cfg.turns, think_time_s=cfg.think_time_s, sessions=sch.num_prompts // cfg.turns)
+    if cfg.trace:
+        w.update(trace=str(cfg.trace), trace_format=cfg.trace_format, trace_speedup=cfg.trace_speedup,
+                 max_input_len=cfg.max_input_len, max_output_len=cfg.max_output_len)
+    return w
+
+
