@@ -15,11 +15,11 @@ OWN = [dict(b=64, i=2048, o=2048, thr=9828.0, eff=0.73, dram=80.0),
 
 @pytest.fixture(scope="module")
 def store(tmp_path_factory):
-    from llmbench.importers import import_llm_inference_bench
+    from llmbench.importers.registry import import_path
     from llmbench.store.store import Store
 
     root = tmp_path_factory.mktemp("findings-store")
-    import_llm_inference_bench(REF, root)
+    import_path("llm-inference-bench", REF, root)
     st = Store(root)
     for kw in OWN:
         st.write(rec(**kw))

@@ -29,6 +29,6 @@ def test_report_shows_roofline_versions_and_short_energy_windows(tmp_path):
     assert "2 point(s) read their energy over a window under 2 s" in html and "k-new, k-old" in html
     rows, _ = tables.kind_table(data.load(tmp_path / "res").df, "inference")
     # one configuration, two versions: never merged into one mean
-    assert sorted((r["roofline v"], r["roofline eff."]) for r in rows) == [
+    assert sorted((r["roofline v"], r["efficiency (total)"]) for r in rows) == [
         ("1", f"{304.0 / 596.81:.1%}"),
         ("2", f"{304.0 / new.roofline.bound['total_throughput_tok_s']:.1%}")]

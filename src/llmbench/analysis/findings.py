@@ -646,11 +646,11 @@ def reference_table(reference):
     if (root / "Plots").is_dir() or (root / "gh-pages").is_dir():
         import pyarrow as pa
 
-        from llmbench.importers.llm_inference_bench import parse_dir
+        from llmbench.importers.llm_inference_bench import parse
         from llmbench.roofline import annotate
         from llmbench.store.store import flatten
 
-        records, _ = parse_dir(root)
+        records = parse(root).records
         rows = []
         for rec in records:
             annotate(rec)

@@ -25,8 +25,9 @@ METRIC_COLUMNS = (
     "total_throughput_tok_s_mean", "request_throughput_req_s_mean", "perplexity_mean",
     "tokens_per_s_mean", "tflops_mean", "mfu_mean", "roofline_efficiency_output_throughput_tok_s",
     "roofline_efficiency_tokens_per_s",
-    "gpu_dram_bw_util_pct",   # the hardware's own reading beside the model's efficiency (measure/gpm.py)
 )
+# The hardware's own reading beside the model's efficiency (measure/gpm.py), when a row has it.
+COUNTER_COLUMNS = ("gpu_dram_bw_util_pct",)
 # Flags the default table adds when any row raises them: a contended point (other work shared
 # the machine while it was measured, measure/contention) must never pass as clean, nor an ITL
 # whose gaps the client bunched (importers/common.py mark_bunching, loadgen/bunching.py), nor a
@@ -37,7 +38,7 @@ FLAG_COLUMNS = ("contended", "throttled", "energy_short_window", "itl_s_client_l
 # Shown whenever a row has one: which roofline version its bound and efficiency come from.
 VERSION_COLUMNS = ("roofline_version",)
 # Beyond the configuration that tells rows apart, what the default table shows when rows have it.
-TABLE_COLUMNS = (*METRIC_COLUMNS, *FLAG_COLUMNS, *VERSION_COLUMNS)
+TABLE_COLUMNS = (*METRIC_COLUMNS, *COUNTER_COLUMNS, *FLAG_COLUMNS, *VERSION_COLUMNS)
 SHORT = {"batch_size": "batch", "input_len": "in", "output_len": "out", "concurrency": "conc",
          "request_rate": "rate", "hardware_count": "devices", "tensor_parallel": "TP",
          "pipeline_parallel": "PP", "created_at": "created", "roofline_version": "roofline v",
@@ -174,7 +175,8 @@ def compact_columns(cols: list[str], rows: list[tuple], cells: dict[str, list[st
         return [r[i] for r in rows]
 
     varying, same = distinguishing(cols, values)
-    metrics = [c for c in METRIC_COLUMNS if c in cols and any(x is not None for x in values(c))]
+    metrics = [c for c in (*METRIC_COLUMNS, *COUNTER_COLUMNS)
+               if c in cols and any(x is not None for x in values(c))]
     flags = [c for c in FLAG_COLUMNS if c in cols and c not in varying and any(values(c))]
     versions = [c for c in VERSION_COLUMNS if c in cols and any(x is not None for x in values(c))]
     show, headers = said_once(varying, cells.__getitem__, _header)

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from llmbench.store.store import STATS
+from llmbench.store.store import FLAGS, STATS
 
 # The columns every row has, in flatten's order, and where in the document each is read.
 BASE: dict[str, tuple[str, ...]] = {
@@ -50,7 +50,13 @@ BASE: dict[str, tuple[str, ...]] = {
 }
 TAIL: dict[str, tuple[str, ...]] = {
     "roofline_binding_resource": ("roofline", "binding_resource"),
+    # the stored version; a row with a bound and no version reads as the first (_versions)
+    "roofline_version": ("roofline", "version"),
+    "energy_short_window": ("power", "short_window"),
     "contended": ("env", "contention", "contended"),
+    **{f"gpu_{k}": ("hardware_counters", k)
+       for k in ("dram_bw_util_pct", "sm_util_pct", "sm_occupancy_pct", "tensor_util_pct")},
+    "throttled": ("hardware_counters", "throttled"),
 }
 _INTS = {"BIGINT", "UBIGINT"}
 _SCALARS = _INTS | {"DOUBLE", "VARCHAR", "BOOLEAN", "NULL"}
@@ -128,9 +134,14 @@ def _plan(structs: dict[int, Any]) -> tuple[list[_Col], set[int], set[str], set[
             if m is None:
                 continue
             metrics.add(name)
-            for s in STATS:
+            for s in (*STATS, *FLAGS):
                 if s in m:
                     add(f"{name}_{s}", ("metrics", name, s), sid, m[s])
+        for name, m in (_obj(st.get("tool_figures")) or {}).items():
+            m = _obj(m)
+            for s in (*STATS, "label") if m is not None else ():
+                if s in m:
+                    add(f"tool_{name}_{s}", ("tool_figures", name, s), sid, m[s])
         rf = _obj(st.get("roofline")) or {}
         for part in ("bound", "efficiency"):
             for k, t in (_obj(rf.get(part)) or {}).items():
@@ -251,7 +262,21 @@ def _read(con, array: Callable[[list[Any]], pa.Array]
         out[c.name] = _plain(a)
     for c in ("path", "_mtime_ns", "_size"):
         out[c] = _plain(got.column(c).combine_chunks())
+    if "roofline_version" in out:
+        out["roofline_version"] = _versions(out)
     return pa.table(out), metrics, workload, unreadable
+
+
+def _versions(out: dict[str, pa.Array]) -> pa.Array:
+    """definitions.roofline_version_of per row: the stored version where the row has a bound,
+    the first version where it has a bound and none stored, else null."""
+    from llmbench.definitions import UNVERSIONED
+
+    bounds = [a for c, a in out.items() if c.startswith("roofline_bound_")]
+    stored = out["roofline_version"].to_pylist()
+    has = [any(a[i].is_valid for a in bounds) for i in range(len(stored))]
+    return pa.array([(str(v) if v is not None else UNVERSIONED) if h else None
+                     for v, h in zip(stored, has)], pa.string())
 
 
 def _plain(a: pa.Array) -> pa.Array:
