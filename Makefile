@@ -12,10 +12,14 @@ REPORT  ?= llmbench-report
 
 # llama-cpp-python builds from source tuned to the CPU it is built on (-march=native), and pip's
 # wheel cache keys a build by the sdist alone: a wheel built on another CPU would be reused and
-# crash (seen 2026-12-02: a wheel built on an AMD EPYC died with SIGSEGV in llama_decode on an
-# Intel Xeon). So the built wheel is kept in a folder named by this CPU's model and flags.
+# crash. So the built wheel is kept in a folder named by this CPU's model and flags and the build
+# flags. Where the CPU reports AMX, llama.cpp is built without it: on the VM this was measured
+# on, AMX tile instructions fault (SIGSEGV in ggml_backend_amx_mul_mat, seen 2026-12-02) though
+# /proc/cpuinfo lists amx_tile.
 LLAMACPP_VERSION := 0.3.36
-CPU_KEY := $(shell (grep -m1 '^model name' /proc/cpuinfo; grep -m1 '^flags' /proc/cpuinfo) 2>/dev/null | sha256sum | cut -c1-12)
+LLAMACPP_NOAMX := $(if $(shell grep -m1 -o amx_tile /proc/cpuinfo 2>/dev/null),-mno-amx-tile -mno-amx-int8 -mno-amx-bf16)
+LLAMACPP_CMAKE := $(if $(LLAMACPP_NOAMX),-DCMAKE_C_FLAGS='$(LLAMACPP_NOAMX)' -DCMAKE_CXX_FLAGS='$(LLAMACPP_NOAMX)')
+CPU_KEY := $(shell (grep -m1 '^model name' /proc/cpuinfo; grep -m1 '^flags' /proc/cpuinfo; echo "$(LLAMACPP_CMAKE)") 2>/dev/null | sha256sum | cut -c1-12)
 LLAMACPP_WHEELS := $(HOME)/.cache/llmbench/wheels/llama-cpp-python-$(LLAMACPP_VERSION)-cpu-$(CPU_KEY)
 
 $(BIN)/python:
@@ -28,7 +32,8 @@ $(STAMPS)/run: pyproject.toml | $(BIN)/python
 	$(PIP) install -q torch==2.13.0
 	@ls $(LLAMACPP_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || { \
 	  echo "building llama-cpp-python $(LLAMACPP_VERSION) for this CPU (about 5 minutes on 2 cores)"; \
-	  $(PIP) wheel -q --no-deps --no-cache-dir --no-binary llama-cpp-python -w $(LLAMACPP_WHEELS).part \
+	  CMAKE_ARGS="$(LLAMACPP_CMAKE)" $(PIP) wheel -q --no-deps --no-cache-dir --no-binary llama-cpp-python \
+	    -w $(LLAMACPP_WHEELS).part \
 	    'llama-cpp-python==$(LLAMACPP_VERSION)' && rm -rf $(LLAMACPP_WHEELS) && mv $(LLAMACPP_WHEELS).part $(LLAMACPP_WHEELS); }
 	$(PIP) install -q --no-deps --force-reinstall $(LLAMACPP_WHEELS)/llama_cpp_python-*.whl
 	$(PIP) install -q -e '.[llamacpp,transformers,dashboard]'

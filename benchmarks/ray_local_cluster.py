@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
@@ -77,3 +78,11 @@ def local_cluster(nodes: int = 3, cpus_per_node: int = 1, log_dir: Path | None =
                 p.wait(30)
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
+        # `ray stop` would remove the head's address file; a signal does not, and a later
+        # ray.init(address="auto") on this machine would wait on the dead head
+        current = Path(tempfile.gettempdir()) / "ray" / "ray_current_cluster"
+        try:
+            if current.read_text().strip().endswith(f":{port}"):
+                current.unlink()
+        except OSError:
+            pass

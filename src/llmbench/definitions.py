@@ -27,7 +27,7 @@ from __future__ import annotations
 from typing import Any
 
 UNVERSIONED = "1"
-ROOFLINE_VERSION = "2"
+ROOFLINE_VERSION = "3"
 ROOFLINE_HISTORY = {
     "1": "before versioning (records of 2026-11-30 and earlier): a decode step read every "
          "stored weight, an untied input embedding whole (LLaMA-3-8B on an H200 at batch 1: "
@@ -38,13 +38,20 @@ ROOFLINE_HISTORY = {
          "whole (LLaMA-3-8B, H200, batch 1: 319.8 tok/s); a training record's TFLOP/s bound "
          "is the tokens/s bound x the record's own flops_per_token, so the tflops and "
          "tokens/s efficiencies agree; serving throughput bound at the requests in flight",
+    "3": "the compute roof follows the arithmetic that runs (docs/roofline.md): a llama.cpp "
+         "F16/BF16 GGUF gets the 16-bit tensor peak on a GPU (was the int8 peak: LLaMA-3-8B "
+         "batch 64, in 128, H200 prefill bound 62.3 -> 124.5 ms), quantised types the int8 peak "
+         "of llama.cpp's MMQ kernels, F16 on a CPU the fp32 peak",
 }
-DEFINITIONS_VERSION = "2"
+DEFINITIONS_VERSION = "3"
 DEFINITIONS_HISTORY = {
     "1": "before versioning (records of 2026-11-30 and earlier): energy over a window of any "
          "length, unflagged",
     "2": "energy read over a window under 2 s flagged (power.short_window, "
          "power.energy_window_s, power.energy_window_source, a note)",
+    "3": "ci95 of a summary is the Student-t interval of the mean (was a percentile bootstrap, "
+         "which covered the mean 54% of the time at n=2); compare's intervals are Welch's at "
+         "the exact Welch-Satterthwaite df (scipy.stats)",
 }
 
 # Notes the workloads themselves write about a short energy window: the flag's note is not

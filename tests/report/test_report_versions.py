@@ -22,8 +22,8 @@ def test_report_shows_roofline_versions_and_short_energy_windows(tmp_path):
     new.point_key = "k-new"
     s.write(new)
     html = write_report(tmp_path / "res", tmp_path / "rep", png=False).html.read_text()
-    assert ("Roofline bounds and efficiencies by version (version 1: 1 record(s), version 2: "
-            "1 record(s); today's is 2). 1 record(s) carry an older version") in html
+    assert ("Roofline bounds and efficiencies by version (version 1: 1 record(s), version 3: "
+            "1 record(s); today's is 3). 1 record(s) carry an older version") in html
     assert "llmbench annotate --results DIR" in html
     # both records' batches lasted 0.83-0.85 s, each its own energy window
     assert "2 point(s) read their energy over a window under 2 s" in html and "k-new, k-old" in html
@@ -31,4 +31,4 @@ def test_report_shows_roofline_versions_and_short_energy_windows(tmp_path):
     # one configuration, two versions: never merged into one mean
     assert sorted((r["roofline v"], r["efficiency (total)"]) for r in rows) == [
         ("1", f"{304.0 / 596.81:.1%}"),
-        ("2", f"{304.0 / new.roofline.bound['total_throughput_tok_s']:.1%}")]
+        ("3", f"{304.0 / new.roofline.bound['total_throughput_tok_s']:.1%}")]

@@ -50,11 +50,11 @@ def test_old_decode_bound_becomes_bytes_per_step_over_bandwidth():
     step_bytes = 2 * (LLAMA3_8B_N - LLAMA3_VOCAB * LLAMA3_H + LLAMA3_H)
     assert new.roofline.bound["decode_tok_s"] == pytest.approx(H200_BW / step_bytes, rel=1e-12)
     assert round(new.roofline.bound["decode_tok_s"], 1) == 319.8
-    assert new.roofline.version == ROOFLINE_VERSION == "2"
+    assert new.roofline.version == ROOFLINE_VERSION == "3"
     assert new.definitions_version == DEFINITIONS_VERSION
     # the history keeps what was replaced, and says from which version
     (entry,) = new.annotations
-    assert entry["roofline_version"] == {"from": "1", "to": "2"}
+    assert entry["roofline_version"] == {"from": "1", "to": "3"}
     assert entry["previous"]["roofline"]["bound"]["decode_tok_s"] == pytest.approx(298.87, abs=0.01)
     assert any(c.startswith("roofline.bound.decode_tok_s: 298.869 -> 319.79") for c in entry["changed"])
     # the efficiency is the stored measurement over the new bound
@@ -187,7 +187,7 @@ def test_cli_dry_run_writes_nothing_then_annotate_rewrites_in_place_once(tmp_pat
         old, new = json.loads(before[p]), json.loads(p.read_text())
         assert new["metrics"] == old["metrics"]         # measured samples untouched
         assert _doc_without(new) == _doc_without(old)
-        assert new["roofline"]["version"] == "2" and len(new["annotations"]) == 1
+        assert new["roofline"]["version"] == "3" and len(new["annotations"]) == 1
     again = CliRunner().invoke(app, ["annotate", "--results", str(tmp_path)])
     assert "0 re-annotated" in again.output and "2 already current" in again.output
     from llmbench.cli import main
@@ -207,7 +207,7 @@ def test_results_shows_the_roofline_version_and_the_energy_flag(tmp_path):
     r = CliRunner().invoke(app, ["results", "--results", str(tmp_path), "--format", "csv",
                                  "--columns", "roofline_version,energy_short_window"])
     assert r.exit_code == 0, r.output
-    assert sorted(r.output.splitlines()[1:]) == ["1,True", "2,True"]
+    assert sorted(r.output.splitlines()[1:]) == ["1,True", "3,True"]
     t = CliRunner().invoke(app, ["results", "--results", str(tmp_path)])
     assert "roofline v" in t.output and "energy <2 s" in t.output
 
