@@ -34,7 +34,7 @@ def _wait_nodes(address: str, n: int, timeout_s: float) -> None:
     while subprocess.run([sys.executable, "-c", code], capture_output=True).returncode != 0:
         if time.monotonic() > deadline:
             raise RuntimeError(f"the local Ray cluster did not reach {n} nodes in {timeout_s:.0f} s")
-        time.sleep(1)
+        time.sleep(3)   # each probe is a Ray driver: polling faster loads the head it waits for
 
 
 @contextmanager
@@ -55,12 +55,12 @@ def local_cluster(nodes: int = 3, cpus_per_node: int = 1, log_dir: Path | None =
             env=env, start_new_session=True, stdout=open(log_dir / "ray-head.log", "w"),
             stderr=subprocess.STDOUT))
         _wait_nodes(address, 1, timeout_s)
-        for k in range(1, nodes):
+        for k in range(1, nodes):   # one at a time: nodes joining together time out on 2 cores
             procs.append(subprocess.Popen(
                 [*_ray_cli(), "start", f"--address={address}", *common], env=env,
                 start_new_session=True, stdout=open(log_dir / f"ray-worker{k}.log", "w"),
                 stderr=subprocess.STDOUT))
-        _wait_nodes(address, nodes, timeout_s)
+            _wait_nodes(address, k + 1, timeout_s)
         os.environ["RAY_ADDRESS"] = address
         yield address
     finally:
