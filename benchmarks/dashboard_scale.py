@@ -197,6 +197,9 @@ def main() -> None:
     # A first open of the store: no index yet, `llmbench dashboard` builds it and serves.
     index_path(root).unlink(missing_ok=True)
     server, url, cold_open = start_dashboard(root)
+    t = time.perf_counter()  # the dashboard saves the index it built once it serves
+    while not index_path(root).exists() and time.perf_counter() - t < 60:
+        time.sleep(0.05)
     server.terminate()
     server.wait(timeout=10)
     print(f"cold open (no index; index build + dashboard ready) in {cold_open:.2f} s")

@@ -23,12 +23,15 @@ def test_missing_store_is_bad_input(tmp_path):
     assert r.returncode == 2 and "does not exist" in r.stderr
 
 
-def test_serves_on_loopback_by_default(fixture_store):
+def test_serves_on_loopback_by_default(fixture_store, tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
+    # a cache of its own: no index yet, built before serving and saved while serving
+    env = {**os.environ, "LLMBENCH_CACHE": str(tmp_path / "cache")}
     p = subprocess.Popen([sys.executable, "-m", "llmbench", "dashboard", "--results", str(fixture_store),
-                          "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                          "--port", str(port)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         env=env)
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -44,6 +47,10 @@ def test_serves_on_loopback_by_default(fixture_store):
         assert resp.headers["Server"] == "llmbench"
         layout = urllib.request.urlopen(f"http://127.0.0.1:{port}/_dash-layout", timeout=10).read()
         assert b"Best configuration" in layout
+        deadline = time.monotonic() + 30
+        while not list((tmp_path / "cache").rglob("*.parquet")):
+            assert time.monotonic() < deadline, "the index was not saved"
+            time.sleep(0.1)
     finally:
         p.terminate()
         p.wait(timeout=10)

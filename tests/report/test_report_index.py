@@ -147,3 +147,41 @@ def test_rows_carry_engine_options_that_are_not_workload_fields(tmp_path):
     row = Store(tmp_path).rows()[0]
     assert row["opt_loop"] == "step" and row["opt_compile_mode"] == "max-autotune"
     assert "opt_compile" not in row and row["compile"] is True  # said once, as the workload field
+
+
+def test_index_saved_later_is_the_one_loaded(tmp_path, monkeypatch):
+    """`llmbench dashboard` builds the index with save=False and saves it once it serves."""
+    from llmbench.store.index import save_index
+
+    monkeypatch.setenv("LLMBENCH_CACHE", str(tmp_path / "cache"))
+    root = tmp_path / "s"
+    store = Store(root)
+    for r in reference_records()[:5]:
+        store.write(r)
+    _age(root)
+    idx = load_index(root, save=False)
+    assert not index_path(root).exists() and not idx.cached
+    save_index(root, idx)
+    assert idx.cached and index_path(root).exists()
+    again = load_index(root, save=False)
+    assert again.cached and again.table.equals(idx.table) and again.signature == idx.signature
+    mtime = index_path(root).stat().st_mtime_ns
+    save_index(root, again)  # already in the cache: not written again
+    assert index_path(root).stat().st_mtime_ns == mtime
+
+
+def test_partial_index_files_are_pruned(tmp_path, monkeypatch):
+    """A dashboard stopped while saving in the background leaves a partial file: removed
+    once an hour old, by the next save."""
+    monkeypatch.setenv("LLMBENCH_CACHE", str(tmp_path / "cache"))
+    store = Store(tmp_path / "s")
+    store.write(reference_records()[0])
+    folder = index_path(tmp_path / "s").parent
+    folder.mkdir(parents=True)
+    old, new = folder / ".tmp-index-old.part", folder / ".tmp-index-new.part"
+    old.write_bytes(b"x")
+    new.write_bytes(b"x")
+    t = time.time() - 7200
+    os.utime(old, (t, t))
+    load_index(tmp_path / "s")
+    assert not old.exists() and new.exists()

@@ -5,9 +5,9 @@ record on a 2-core machine; DuckDB reads the files on all cores and parses them 
 flat columns depend on the data (every workload field, metric and statistic seen), so it is
 done in two steps over one in-memory copy of the files:
 
-1. read every file (`read_blob`, decoded as UTF-8) and take each document's JSON structure
-   (`json_structure`: the keys and the JSON type of every value). Records of one kind share a
-   structure, so a store holds a few distinct ones;
+1. hand the files' bytes to DuckDB as Arrow batches (scanned on all cores), decoded as UTF-8,
+   and group the documents by JSON structure (`json_structure`: the keys and the JSON type of
+   every value). Records of one kind share a structure, so a store holds a few distinct ones;
 2. from the distinct structures, in Python: which documents are records (an object with
    `run_id` and `kind`), the flat columns with the JSON types their values take, the metric and
    workload names; then one `json_transform` with that explicit schema extracts every column,
@@ -176,6 +176,11 @@ def _ident(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+# Rows per Arrow batch handed to DuckDB: it scans a registered table's batches in parallel,
+# one batch (or one temp table of 100,000 rows: a single row group) runs on one core.
+_BATCH = 2048
+
+
 def read_rows(paths: list[str], data: list[bytes], mtimes: list[int], sizes: list[int],
               array: Callable[[list[Any]], pa.Array]
               ) -> tuple[pa.Table, set[str], set[str], list[int]]:
@@ -192,12 +197,11 @@ def read_rows(paths: list[str], data: list[bytes], mtimes: list[int], sizes: lis
     files = pa.table({"i": pa.array(range(len(paths)), pa.int64()), "path": pa.array(paths, pa.string()),
                       "raw": raw, "_mtime_ns": pa.array(mtimes, pa.int64()),
                       "_size": pa.array(sizes, pa.int64())})
-    tmp = tempfile.mkdtemp(prefix="llmbench-index-")  # only used if the copy exceeds memory
+    tmp = tempfile.mkdtemp(prefix="llmbench-index-")  # only used if a step exceeds memory
     try:
         con = duckdb.connect(config={"temp_directory": tmp})
         try:
-            con.register("files", files)
-            return _read(con, array)
+            return _read(con, files, array)
         except duckdb.Error as e:
             raise Irregular(f"DuckDB: {str(e).splitlines()[0]}") from e
         finally:
@@ -206,20 +210,28 @@ def read_rows(paths: list[str], data: list[bytes], mtimes: list[int], sizes: lis
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _read(con, array: Callable[[list[Any]], pa.Array]
+def _batched(t: pa.Table) -> pa.Table:
+    return pa.Table.from_batches(t.to_batches(max_chunksize=_BATCH), t.schema)
+
+
+def _read(con, files: pa.Table, array: Callable[[list[Any]], pa.Array]
           ) -> tuple[pa.Table, set[str], set[str], list[int]]:
-    con.execute("SET preserve_insertion_order = false")
-    # One parse per file here (the structure; NULL when not UTF-8 JSON), one in the transform.
-    con.execute(
-        "CREATE TEMP TABLE docs AS SELECT i, path, _mtime_ns, _size, text, hash(st) AS sid, st "
-        "FROM (SELECT *, try(json_structure(text)) AS st FROM ("
-        " SELECT i, path, _mtime_ns, _size, try(decode(raw)) AS text FROM files))")
-    unreadable = [i for (i,) in con.execute("SELECT i FROM docs WHERE st IS NULL").fetchall()]
-    distinct = con.execute("SELECT st, any_value(sid) FROM docs WHERE st IS NOT NULL GROUP BY st"
-                           ).fetchall()
-    structs = {sid: json.loads(st) for st, sid in distinct}
-    if len(structs) != len(distinct):
-        raise Irregular("two structures share a hash")
+    # Two parses per file, both over the Arrow batches in parallel (nothing is copied into a
+    # DuckDB table): the structure here (NULL when not UTF-8 JSON), then the transform.
+    con.register("files", _batched(files.select(["i", "raw"])))
+    groups = con.execute(
+        "SELECT st, list(i) FROM (SELECT i, try(json_structure(try(decode(raw)))) AS st "
+        "FROM files) GROUP BY st").fetchall()
+    con.unregister("files")
+    sid = np.full(files.num_rows, -1, np.int64)  # each file's structure: its group's number
+    structs: dict[int, Any] = {}
+    unreadable: list[int] = []
+    for k, (st, rows) in enumerate(groups):
+        if st is None:
+            unreadable = sorted(rows)
+        else:
+            structs[k] = json.loads(st)
+            sid[rows] = k
     cols, records, metrics, workload = _plan(structs)
     if not records:
         return pa.table({}), metrics, workload, unreadable
@@ -244,9 +256,12 @@ def _read(con, array: Callable[[list[Any]], pa.Array]
         exprs.append(f"{e} AS {_ident(c.name)}")
     exprs += ["_mtime_ns", "_size"]
     sids = ",".join(str(s) for s in sorted(records))
-    sql = (f"SELECT {', '.join(exprs)} FROM (SELECT path, sid, _mtime_ns, _size, "
-           f"json_transform(text, $schema) AS d FROM docs WHERE sid IN ({sids})) ORDER BY path")
+    con.register("docs", _batched(files.append_column("sid", pa.array(sid))))
+    # The files come sorted by path (index.read_table): ordering by their number keeps that.
+    sql = (f"SELECT {', '.join(exprs)} FROM (SELECT i, path, sid, _mtime_ns, _size, "
+           f"json_transform(decode(raw), $schema) AS d FROM docs WHERE sid IN ({sids})) ORDER BY i")
     got = con.sql(sql, params={"schema": json.dumps(schema)}).to_arrow_table()
+    con.unregister("docs")
     n = got.num_rows
     out: dict[str, pa.Array] = {}
     for c in cols:
@@ -269,14 +284,25 @@ def _read(con, array: Callable[[list[Any]], pa.Array]
 
 def _versions(out: dict[str, pa.Array]) -> pa.Array:
     """definitions.roofline_version_of per row: the stored version where the row has a bound,
-    the first version where it has a bound and none stored, else null."""
+    the first version where it has a bound and none stored, else null (Arrow compute: a
+    Python loop over 100,000 rows took 0.1 s of a cold build)."""
+    import pyarrow.compute as pc
+
     from llmbench.definitions import UNVERSIONED
 
-    bounds = [a for c, a in out.items() if c.startswith("roofline_bound_")]
-    stored = out["roofline_version"].to_pylist()
-    has = [any(a[i].is_valid for a in bounds) for i in range(len(stored))]
-    return pa.array([(str(v) if v is not None else UNVERSIONED) if h else None
-                     for v, h in zip(stored, has)], pa.string())
+    stored = out["roofline_version"]
+    bounds = [pc.is_valid(a) for c, a in out.items() if c.startswith("roofline_bound_")]
+    if not bounds:
+        return pa.nulls(len(stored), pa.string())
+    has = bounds[0]
+    for b in bounds[1:]:
+        has = pc.or_(has, b)
+    t = stored.type
+    if pa.types.is_string(t) or pa.types.is_integer(t) or pa.types.is_null(t):
+        text = pc.cast(stored, pa.string())  # as str() of each value
+    else:  # a double or a boolean: str() spells it unlike Arrow's cast
+        text = pa.array([None if v is None else str(v) for v in stored.to_pylist()], pa.string())
+    return pc.if_else(has, pc.fill_null(text, UNVERSIONED), pa.scalar(None, pa.string()))
 
 
 def _plain(a: pa.Array) -> pa.Array:

@@ -135,12 +135,14 @@ def index_path(root: Path | str) -> Path:
 
 
 def _prune(folder: Path, keep: Path) -> None:
-    """Drop indexes nobody read for _PRUNE_AFTER_S (their stores are mostly gone)."""
-    cutoff = time.time() - _PRUNE_AFTER_S
+    """Drop indexes nobody read for _PRUNE_AFTER_S (their stores are mostly gone), and partial
+    files an hour old (a dashboard stopped while it saved its index in the background)."""
+    now = time.time()
     try:
-        for p in folder.glob("*.parquet"):
-            if p != keep and p.stat().st_mtime < cutoff:
-                p.unlink(missing_ok=True)
+        for pattern, age in (("*.parquet", _PRUNE_AFTER_S), (".tmp-index-*.part", 3600)):
+            for p in folder.glob(pattern):
+                if p != keep and p.stat().st_mtime < now - age:
+                    p.unlink(missing_ok=True)
     except OSError:
         pass
 
@@ -236,6 +238,7 @@ class Index:
                  dirs: dict[str, int], top: dict[str, tuple[int, int]] | None = None):
         self.table, self.metrics, self.workload, self.dirs = table, metrics, workload, dirs
         self.top = top or {}  # files directly in the root (the store writes into run dirs)
+        self.cached = False  # what the cache file holds (read from it, or saved)
 
     @property
     def signature(self) -> str:
@@ -253,7 +256,9 @@ def _load_cached(path: Path) -> Index | None:
             return None
         t = t.replace_schema_metadata(None)
         top = {p: (m, sz) for p, m, sz in meta["top"]}
-        return Index(t, meta["metrics"], meta["workload"], meta["dirs"], top)
+        idx = Index(t, meta["metrics"], meta["workload"], meta["dirs"], top)
+        idx.cached = True
+        return idx
     except Exception:  # a torn or foreign file is only a cache miss
         return None
 
@@ -279,6 +284,7 @@ def _save(idx: Index, path: Path) -> None:
         os.close(fd)
         pq.write_table(t, tmp, compression="zstd")
         os.replace(tmp, path)
+        idx.cached = True
         _prune(path.parent, path)
     except OSError as e:
         warnings.warn(f"could not save the results index {path}: {e}", stacklevel=3)
@@ -294,8 +300,18 @@ def _touch(path: Path) -> None:
         pass
 
 
+def save_index(root: Path | str, idx: Index) -> None:
+    """Save what `load_index(root, save=False)` returned, unless the cache holds it already."""
+    path = index_path(Path(root).resolve())
+    if idx.cached:
+        _touch(path)  # in use: not pruned
+    else:
+        _save(idx, path)
+
+
 def load_index(root: Path | str, full_check: bool = False, save: bool = True) -> Index:
-    """The index of `root`, refreshed for every directory that changed since it was saved."""
+    """The index of `root`, refreshed for every directory that changed since it was saved;
+    `save=False`: the caller saves it (`save_index`), e.g. once it has served a first page."""
     root = Path(root).resolve()  # absolute paths: the same index whatever the cwd
     if not root.exists():
         return Index(_table_from_rows([]), [], [], {})
