@@ -2,6 +2,7 @@
 
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +12,12 @@ import yaml
 from llmbench.kinds.inference.spec import load_spec
 
 LLMBENCH = [sys.executable, "-m", "llmbench"]
+
+
+def sigint_default() -> None:
+    """Popen preexec_fn: a suite started in the background of a non-interactive shell inherits
+    SIGINT ignored, and Python then never turns Ctrl-C into KeyboardInterrupt in the child."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def tiny_spec(tmp_path: Path, batch_sizes=(1, 2, 3), timeout_s: float = 60, **extra) -> Path:

@@ -11,7 +11,7 @@ from collections import Counter
 
 import pytest
 
-from launch_helpers import LLMBENCH, fault_env, keys, run_cli, stored, tiny_spec
+from launch_helpers import LLMBENCH, fault_env, keys, run_cli, sigint_default, stored, tiny_spec
 from tests.conftest import needs_llamacpp
 
 
@@ -27,6 +27,7 @@ def test_ctrl_c_names_the_command_that_continues_the_same_run(tmp_path):
 
     env = {**os.environ, **fault_env({k[1]: "hang"}), "COLUMNS": "200"}
     p = subprocess.Popen([*LLMBENCH, "run", str(spec), "--results", str(res)], env=env,
+                         preexec_fn=sigint_default,
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 180
     while not stored(res) if res.exists() else True:

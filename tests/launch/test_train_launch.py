@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 
-from launch_helpers import LLMBENCH, fault_env, run_cli, stored
+from launch_helpers import LLMBENCH, fault_env, run_cli, sigint_default, stored
 from llmbench.measure.stats import summarize
 from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
 from llmbench.store.store import Store
@@ -103,7 +103,7 @@ def test_ctrl_c_names_the_command_that_continues_the_same_run(tmp_path):
     keys = [k for _, k, _ in listed(res)]
     env = {**os.environ, **fault_env({keys[1]: "hang"}), "COLUMNS": "200"}
     p = subprocess.Popen([*LLMBENCH, *SWEEP, "--results", str(res)], env=env, text=True,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=sigint_default)
     deadline = time.monotonic() + 180
     while not (res.exists() and stored(res)):  # point 0 stored; the worker hangs before point 1
         assert p.poll() is None and time.monotonic() < deadline, p.communicate()
