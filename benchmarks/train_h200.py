@@ -69,6 +69,21 @@ SECTIONS: list[tuple[str, list[str], int]] = [
                                   "--steps", "5"], 60),
     ("xl_fp8", XL + ["--compile", "true", "--precision", "fp8"], 120),
     ("ac", XL + ["--compile", "true", "--activation-checkpointing", "true", "--steps", "5"], 120),
+    # issue 22's levers, each on and off in one run (`--sections` picks them; docs/training.md)
+    ("lev_genslm_pad", G250 + ["--seq-len", "2048", "--micro-batch", "8", "--compile", "true,false",
+                               "--head-pad", "false,true"], 150),
+    ("lev_genslm_modes", G250 + ["--seq-len", "2048", "--micro-batch", "8,16", "--compile", "true",
+                                 "--compile-mode", "max-autotune-no-cudagraphs,reduce-overhead"], 200),
+    ("lev_xl_loss", XL + ["--compile", "true", "--loss", "full,chunked"], 120),
+    ("lev_xl_opt", XL + ["--compile", "true", "--optimizer", "foreach,for-loop"], 120),
+    ("lev_xl_mb", [*XL[:7], "24", *XL[8:], "--compile", "true", "--loss", "chunked"], 90),
+    ("lev_xl_modes", XL + ["--compile", "true", "--compile-mode", "reduce-overhead,max-autotune-no-cudagraphs"], 240),
+    ("lev_block_modes", BLOCK + ["--mode", "fwdbwd", "--compile", "true",
+                                 "--compile-mode", "max-autotune-no-cudagraphs,reduce-overhead"], 200),
+    ("lev_fp8", BLOCK + ["--mode", "fwdbwd", "--compile", "true", "--precision", "bf16,fp8"], 120),
+    ("lev_xl_fp8", XL + ["--compile", "true", "--precision", "fp8"], 150),
+    ("lev_genslm2.5b", ["--workload", "genslm", "--size", "2.5b", "--seq-len", "2048", "--micro-batch", "4",
+                        "--compile", "true", "--steps", "6", "--warmup", "2"], 120),
 ]
 
 
@@ -183,9 +198,10 @@ def table(results: Path, log) -> None:
         label = (f"{d['model']['name']} {w.get('mode')} s{w['seq_len']} mb{w['micro_batch']} "
                  f"ga{w['grad_accum']} n{w['nproc']}{'/' + str(w.get('parallel')) if w['nproc'] > 1 else ''} "
                  f"{w['precision']} sp={w['sparsity']} c={int(w['compile'])} ac={int(w['activation_checkpointing'])} "
-                 f"attn={w.get('attn_backend')}")
+                 f"attn={w.get('attn_backend')} mode={w.get('compile_mode')} opt={w.get('optimizer')} "
+                 f"loss={w.get('loss')} pad={int(bool(w.get('head_pad')))}")
         if d["status"] != "ok":
-            rows.append(f"{label:<90} FAILED {str(d.get('error'))[:200]}")
+            rows.append(f"{label:<140} FAILED {str(d.get('error'))[:200]}")
             continue
         vals = [("tok/s", _m(d, "tokens_per_s")), ("TFLOP/s", _m(d, "tflops_per_device")),
                 ("causal", _m(d, "tflops_causal")), ("mfu", _m(d, "mfu")),
@@ -194,7 +210,7 @@ def table(results: Path, log) -> None:
                 ("J/tok", _m(d, "energy_per_token_j")), ("W", _m(d, "avg_power_w")),
                 ("compile_s", _m(d, "compile_time_s")), ("scale", _m(d, "scaling_efficiency")),
                 ("speedup", _m(d, "speedup_vs_dense")), ("loss", _m(d, "loss_last"))]
-        rows.append(f"{label:<90} " + " ".join(f"{k}={v:.4g}" for k, v in vals if v is not None))
+        rows.append(f"{label:<140} " + " ".join(f"{k}={v:.4g}" for k, v in vals if v is not None))
     _say(log, "\n# results\n" + "\n".join(rows))
 
 

@@ -50,6 +50,11 @@ def train(
     style: Optional[str] = typer.Option(None, "--style", help="block: gpt|llama (list)"),
     mode: Optional[str] = typer.Option(None, "--mode", help="block: fwd|fwdbwd (list)"),
     attn_backend: Optional[str] = typer.Option(None, "--attn-backend", help="auto|flash|cudnn|efficient|math (list)"),
+    compile_mode: Optional[str] = typer.Option(
+        None, "--compile-mode", help="with --compile true: default|max-autotune-no-cudagraphs|max-autotune|reduce-overhead (list)"),
+    optimizer: Optional[str] = typer.Option(None, "--optimizer", help="gpt2/genslm AdamW: fused|foreach|for-loop (list)"),
+    loss: Optional[str] = typer.Option(None, "--loss", help="gpt2/genslm loss: full|chunked logits (list)"),
+    head_pad: Optional[str] = typer.Option(None, "--head-pad", help="pad attention heads to a multiple of 8 for fused kernels: true,false (list)"),
     learnable: bool = typer.Option(False, "--learnable", help="a learnable pattern instead of random tokens (loss must fall)"),
     lr: float = typer.Option(3e-4, "--lr"),
     steps: int = typer.Option(10, "--steps", help="timed steps"),
@@ -80,7 +85,9 @@ def train(
             ("precision", precision, str), ("sparsity", sparsity, str), ("compile", compile, bool),
             ("activation_checkpointing", activation_checkpointing, bool), ("hidden", hidden, int),
             ("heads", heads, int), ("kv_heads", kv_heads, int), ("layers", layers, int),
-            ("style", style, str), ("mode", mode, str), ("attn_backend", attn_backend, str)):
+            ("style", style, str), ("mode", mode, str), ("attn_backend", attn_backend, str),
+            ("compile_mode", compile_mode, str), ("optimizer", optimizer, str), ("loss", loss, str),
+            ("head_pad", head_pad, bool)):
         if text is not None:
             axes[name] = _values(text, kind, "--" + name.replace("_", "-"))
     executor = pipeline_executor(executor, isolate)

@@ -94,3 +94,40 @@ def test_compile_on_cpu(tmp_path):
     (rec,) = run_points([p], tmp_path)
     assert rec.status == "ok", rec.error
     assert "compile_time_s" in rec.metrics
+
+
+def test_levers_change_speed_not_the_training(tmp_path):
+    """Each lever is the same computation done another way: on the CPU in fp32 the losses
+    after the same steps agree, and each record names the lever it ran."""
+    base = dict(**TINY["gpt2"], steps=2, warmup=1)
+    pts = [TrainPoint(**base), TrainPoint(**base, loss="chunked"),
+           TrainPoint(**base, optimizer="foreach"), TrainPoint(**base, optimizer="for-loop")]
+    recs = run_points(pts, tmp_path)
+    assert all(r.status == "ok" for r in recs), [r.error for r in recs]
+    ref = recs[0].metric("loss_last")
+    for r in recs[1:]:
+        assert r.metric("loss_last") == pytest.approx(ref, rel=1e-5), r.workload
+    assert [r.workload["loss"] for r in recs] == ["full", "chunked", "full", "full"]
+    assert [r.backend.options["optimizer"] for r in recs] == \
+        ["AdamW (fused)", "AdamW (fused)", "AdamW (foreach)", "AdamW (for-loop)"]
+
+
+def test_head_padding_same_loss_and_noted(tmp_path):
+    # 60 wide, 4 heads: 15-wide heads, padded to 16
+    base = dict(**{**TINY["genslm"], "hidden": 60}, steps=1, warmup=1)
+    padded, plain = run_points([TrainPoint(**base), TrainPoint(**base, head_pad=False)], tmp_path)
+    assert padded.status == plain.status == "ok", (padded.error, plain.error)
+    assert padded.metric("loss_last") == pytest.approx(plain.metric("loss_last"), rel=1e-5)
+    assert any("15 wide, padded with zeros to 16" in n for n in padded.notes)
+    assert not any("padded" in n for n in plain.notes)
+    assert padded.workload["flops_per_token"] == plain.workload["flops_per_token"]
+
+
+@pytest.mark.slow
+def test_compiled_chunked_head_and_cuda_graph_mode_on_cpu(tmp_path):
+    p = TrainPoint(**TINY["gpt2"], compile=True, compile_mode="reduce-overhead", loss="chunked",
+                   steps=1, warmup=1)
+    (rec,) = run_points([p], tmp_path)
+    assert rec.status == "ok", rec.error
+    assert rec.backend.options["compile_mode"] == "reduce-overhead"
+    assert any("CUDA graphs need a CUDA device" in n for n in rec.notes)

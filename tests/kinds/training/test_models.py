@@ -91,3 +91,22 @@ def test_point_validation():
     with pytest.raises(ValidationError):
         TrainPoint(workload="block", learnable=True)
     assert TrainPoint(workload="block").mode == "fwdbwd"
+
+
+def test_lever_validation():
+    from pydantic import ValidationError
+
+    lm = TrainPoint(workload="gpt2")
+    assert (lm.optimizer, lm.loss, lm.compile_mode, lm.head_pad) == ("fused", "full", "default", True)
+    blk = TrainPoint(workload="block")
+    assert (blk.optimizer, blk.loss) == (None, None)      # no optimizer, no LM head
+    for bad in ({"optimizer": "foreach"}, {"loss": "chunked"}):
+        with pytest.raises(ValidationError, match="language model"):
+            TrainPoint(workload="block", **bad)
+    with pytest.raises(ValidationError, match="needs compile=true"):
+        TrainPoint(workload="gpt2", compile_mode="max-autotune")
+    assert TrainPoint(workload="gpt2", compile=True, compile_mode="reduce-overhead").compile_mode == "reduce-overhead"
+    with pytest.raises(ValidationError):
+        TrainPoint(workload="gpt2", optimizer="sgd")
+    # a lever is part of the point's identity
+    assert TrainPoint(workload="gpt2", loss="chunked").key != lm.key

@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from llmbench.kinds.training.attention import causal_attention
 from llmbench.kinds.training.base import Workload, count_params
 
 
@@ -21,8 +22,10 @@ def llama_ffn(hidden: int, multiple: int = 256) -> int:
 
 
 class Attention(nn.Module):
-    def __init__(self, hidden: int, heads: int, kv_heads: int | None = None, bias: bool = True):
+    def __init__(self, hidden: int, heads: int, kv_heads: int | None = None, bias: bool = True,
+                 head_pad: bool = True):
         super().__init__()
+        self.head_pad = head_pad
         kv_heads = kv_heads or heads
         if hidden % heads or heads % kv_heads:
             raise ValueError(f"hidden {hidden} must divide into {heads} heads, heads into {kv_heads} kv heads")
@@ -37,8 +40,7 @@ class Attention(nn.Module):
         q = q.view(b, s, self.heads, self.head_dim).transpose(1, 2)
         k = k.view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
         v = v.view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True,
-                                           enable_gqa=self.kv_heads != self.heads)
+        y = causal_attention(q, k, v, pad=self.head_pad, enable_gqa=self.kv_heads != self.heads)
         return self.proj(y.transpose(1, 2).reshape(b, s, -1))
 
 
@@ -65,15 +67,15 @@ class SwiGLU(nn.Module):
 
 class Block(nn.Module):
     def __init__(self, hidden: int, heads: int, *, style: str = "gpt", kv_heads: int | None = None,
-                 ffn: int | None = None, eps: float = 1e-5):
+                 ffn: int | None = None, eps: float = 1e-5, head_pad: bool = True):
         super().__init__()
         if style == "gpt":
             self.ln1, self.ln2 = nn.LayerNorm(hidden, eps=eps), nn.LayerNorm(hidden, eps=eps)
-            self.attn = Attention(hidden, heads, kv_heads, bias=True)
+            self.attn = Attention(hidden, heads, kv_heads, bias=True, head_pad=head_pad)
             self.mlp = MLP(hidden, ffn or 4 * hidden)
         else:
             self.ln1, self.ln2 = nn.RMSNorm(hidden, eps=eps), nn.RMSNorm(hidden, eps=eps)
-            self.attn = Attention(hidden, heads, kv_heads, bias=False)
+            self.attn = Attention(hidden, heads, kv_heads, bias=False, head_pad=head_pad)
             self.mlp = SwiGLU(hidden, ffn or llama_ffn(hidden))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -98,7 +100,8 @@ def build(p, device: torch.device, dtype: torch.dtype) -> Workload:
     """The block micro-benchmark. It has no optimizer, so its weights and input are in the
     compute dtype (bf16 means bf16 weights and activations, as in the study)."""
     hidden, heads = p.hidden or 4096, p.heads or 32
-    model = Stack([Block(hidden, heads, style=p.style, kv_heads=p.kv_heads)]).to(device, dtype)
+    layer = Block(hidden, heads, style=p.style, kv_heads=p.kv_heads, head_pad=p.head_pad)
+    model = Stack([layer]).to(device, dtype)
     g = torch.Generator(device=device).manual_seed(p.seed)
     # The input needs a gradient, as a layer inside a model does: else autograd skips the
     # first projection's input-gradient product, which 6N counts.

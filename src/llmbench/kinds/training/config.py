@@ -19,6 +19,14 @@ Precision = Literal["fp32", "tf32", "bf16", "fp8"]
 Sparsity = Literal["none", "2:4"]
 Parallel = Literal["auto", "ddp", "fsdp"]
 AttnBackend = Literal["auto", "flash", "cudnn", "efficient", "math"]
+Optimizer = Literal["fused", "foreach", "for-loop"]
+Loss = Literal["full", "chunked"]
+CompileMode = Literal["default", "max-autotune-no-cudagraphs", "max-autotune", "reduce-overhead"]
+
+# The language models' defaults: the levers that measured best on an H200 (docs/training.md,
+# "Levers on and off"); each falls back where a device lacks it (loop.py says so in the record).
+DEFAULT_OPTIMIZER: Optimizer = "fused"
+DEFAULT_LOSS: Loss = "full"
 
 SIZES: dict[str, tuple[str, ...]] = {
     "block": ("",),
@@ -51,6 +59,15 @@ class TrainPoint(Strict):
     compile: bool = False
     activation_checkpointing: bool = False
     attn_backend: AttnBackend = "auto"
+    compile_mode: CompileMode = Field("default", description="torch.compile mode (with compile): "
+                                      "max-autotune* tune the kernels; reduce-overhead and "
+                                      "max-autotune replay CUDA graphs")
+    optimizer: Optimizer | None = Field(None, description="gpt2/genslm: AdamW's implementation "
+                                        f"(default {DEFAULT_OPTIMIZER}); the block has none")
+    loss: Loss | None = Field(None, description="gpt2/genslm: full logits, or chunked (the logits "
+                              f"a block of tokens at a time; default {DEFAULT_LOSS}); head_loss.py")
+    head_pad: bool = Field(True, description="pad attention heads to a multiple of 8 wide for the "
+                           "fused kernels (zeros: same result; attention.py)")
     learnable: bool = False
     lr: float = Field(3e-4, gt=0)
     steps: int = Field(10, ge=1, description="timed steps")
@@ -73,8 +90,17 @@ class TrainPoint(Strict):
                 self.mode = "fwdbwd"
             if self.learnable:
                 raise ValueError("learnable needs a language model (gpt2 or genslm), not block")
+            for name in ("optimizer", "loss"):
+                if getattr(self, name) is not None:
+                    raise ValueError(f"{name} is for a language model (gpt2 or genslm): the block "
+                                     "has no optimizer and no LM head")
         elif self.mode != "train":
             raise ValueError(f"mode {self.mode!r} is for the block workload; {self.workload} trains")
+        else:
+            self.optimizer = self.optimizer or DEFAULT_OPTIMIZER
+            self.loss = self.loss or DEFAULT_LOSS
+        if self.compile_mode != "default" and not self.compile:
+            raise ValueError(f"compile_mode {self.compile_mode!r} needs compile=true")
         if self.device != "cpu" and not (self.device == "cuda" or self.device.startswith("cuda:")):
             raise ValueError("device must be 'cpu', 'cuda' or 'cuda:N'")
         if self.precision is None:
@@ -97,7 +123,8 @@ class TrainPoint(Strict):
 
 _LIST_FIELDS = ("workload", "size", "hidden", "heads", "kv_heads", "layers", "style", "mode",
                 "seq_len", "micro_batch", "grad_accum", "nproc", "parallel", "precision",
-                "sparsity", "compile", "activation_checkpointing", "attn_backend")
+                "sparsity", "compile", "activation_checkpointing", "attn_backend", "compile_mode",
+                "optimizer", "loss", "head_pad")
 
 
 class TrainSweep(Strict):

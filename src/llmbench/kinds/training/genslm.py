@@ -18,7 +18,8 @@ from torch import nn
 from llmbench.kinds.training.base import Workload, count_params
 from llmbench.kinds.training.codon import VOCAB, codon_tokenizer, encode, random_genes, repeating_genes
 from llmbench.kinds.training.data import pool_from_rows
-from llmbench.kinds.training.gpt2 import LMHead
+from llmbench.kinds.training.attention import causal_attention
+from llmbench.kinds.training.head_loss import LMHead
 
 # (layers, hidden, heads, ffn) per size (GenSLM's neox_<params>.json); used when the model
 # catalog has no `genslm-<size>` entry. The 25B model is published with hidden 8196, which does
@@ -48,9 +49,10 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
 
 
 class NeoXAttention(nn.Module):
-    def __init__(self, hidden: int, heads: int, rotary_pct: float, max_position: int):
+    def __init__(self, hidden: int, heads: int, rotary_pct: float, max_position: int,
+                 head_pad: bool = True):
         super().__init__()
-        self.heads, self.head_dim = heads, hidden // heads
+        self.heads, self.head_dim, self.head_pad = heads, hidden // heads, head_pad
         self.rot = int(self.head_dim * rotary_pct) // 2 * 2
         self.qkv = nn.Linear(hidden, 3 * hidden)
         self.dense = nn.Linear(hidden, hidden)
@@ -71,15 +73,16 @@ class NeoXAttention(nn.Module):
             .split(self.head_dim, dim=-1)
         cos, sin = self.cos[:s].to(q.dtype), self.sin[:s].to(q.dtype)
         q, k = self._rotary(q, cos, sin), self._rotary(k, cos, sin)
-        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        y = causal_attention(q, k, v, pad=self.head_pad)
         return self.dense(y.transpose(1, 2).reshape(b, s, h))
 
 
 class NeoXLayer(nn.Module):
-    def __init__(self, hidden: int, heads: int, ffn: int, rotary_pct: float, max_position: int):
+    def __init__(self, hidden: int, heads: int, ffn: int, rotary_pct: float, max_position: int,
+                 head_pad: bool = True):
         super().__init__()
         self.ln1, self.ln2 = nn.LayerNorm(hidden), nn.LayerNorm(hidden)
-        self.attn = NeoXAttention(hidden, heads, rotary_pct, max_position)
+        self.attn = NeoXAttention(hidden, heads, rotary_pct, max_position, head_pad)
         self.fc = nn.Linear(hidden, ffn)
         self.proj = nn.Linear(ffn, hidden)
 
@@ -89,14 +92,15 @@ class NeoXLayer(nn.Module):
 
 class NeoX(nn.Module):
     def __init__(self, layers: int, hidden: int, heads: int, vocab: int, max_position: int,
-                 ffn: int | None = None, rotary_pct: float = ROTARY_PCT, pad_to: int = 64):
+                 ffn: int | None = None, rotary_pct: float = ROTARY_PCT, pad_to: int = 64,
+                 loss: str = "full", head_pad: bool = True):
         super().__init__()
         self.vocab = vocab
         self.vocab_padded = pad_to * ((vocab + pad_to - 1) // pad_to)
         self.embed_in = nn.Embedding(vocab, hidden)
         self.blocks = nn.ModuleList(NeoXLayer(hidden, heads, ffn or 4 * hidden, rotary_pct,
-                                              max_position) for _ in range(layers))
-        self.head = LMHead(hidden, self.vocab_padded, nn.LayerNorm(hidden))
+                                              max_position, head_pad) for _ in range(layers))
+        self.head = LMHead(hidden, self.vocab_padded, nn.LayerNorm(hidden), loss)
         for m in self.modules():
             if isinstance(m, (nn.Linear, nn.Embedding)):
                 nn.init.normal_(m.weight, std=0.02)
@@ -123,7 +127,8 @@ def build(p, device: torch.device, dtype: torch.dtype) -> Workload:
     if h % a:
         raise ValueError(f"hidden {h} does not split into {a} heads")
     with torch.device(device):
-        model = NeoX(L, h, a, len(VOCAB), max(p.seq_len, 2048), ffn, rotary_pct)
+        model = NeoX(L, h, a, len(VOCAB), max(p.seq_len, 2048), ffn, rotary_pct, loss=p.loss,
+                     head_pad=p.head_pad)
     model.to(dtype)
     tok = codon_tokenizer()
     rng = random.Random(p.seed)

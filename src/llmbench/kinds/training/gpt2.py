@@ -8,37 +8,25 @@ counted on the unpadded model (flops.py).
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from llmbench.kinds.training.base import Workload, count_params
 from llmbench.kinds.training.block import Block
 from llmbench.kinds.training.data import token_batches
-
-
-class LMHead(nn.Module):
-    """Final norm, output projection and cross-entropy: one unit for compilation."""
-
-    def __init__(self, hidden: int, vocab_padded: int, norm: nn.Module):
-        super().__init__()
-        self.norm = norm
-        self.proj = nn.Linear(hidden, vocab_padded, bias=False)
-
-    def forward(self, x: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
-        logits = self.proj(self.norm(x))
-        return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.view(-1))
+from llmbench.kinds.training.head_loss import LMHead
 
 
 class GPT(nn.Module):
     def __init__(self, layers: int, hidden: int, heads: int, vocab: int, max_position: int,
-                 pad_to: int = 64):
+                 pad_to: int = 64, loss: str = "full", head_pad: bool = True):
         super().__init__()
         self.vocab = vocab
         self.vocab_padded = pad_to * ((vocab + pad_to - 1) // pad_to)
         self.wte = nn.Embedding(self.vocab_padded, hidden)
         self.wpe = nn.Embedding(max_position, hidden)
-        self.blocks = nn.ModuleList(Block(hidden, heads, style="gpt") for _ in range(layers))
-        self.head = LMHead(hidden, self.vocab_padded, nn.LayerNorm(hidden))
+        self.blocks = nn.ModuleList(Block(hidden, heads, style="gpt", head_pad=head_pad)
+                                    for _ in range(layers))
+        self.head = LMHead(hidden, self.vocab_padded, nn.LayerNorm(hidden), loss)
         self.head.proj.weight = self.wte.weight          # tied, as GPT-2
         self.apply(self._init)
         for name, p in self.named_parameters():          # GPT-2's scaled residual init
@@ -75,7 +63,8 @@ def build(p, device: torch.device, dtype: torch.dtype) -> Workload:
     if p.seq_len > arch.max_position:
         raise ValueError(f"seq_len {p.seq_len} exceeds GPT-2's {arch.max_position} positions")
     with torch.device(device):
-        model = GPT(layers, hidden, heads, arch.vocab, arch.max_position)
+        model = GPT(layers, hidden, heads, arch.vocab, arch.max_position, loss=p.loss,
+                    head_pad=p.head_pad)
     model.to(dtype)
     batches = token_batches(arch.vocab, p.micro_batch, p.seq_len, device, p.seed, p.learnable)
     name = arch.name if (layers, hidden, heads) == (arch.layers, arch.hidden, arch.heads) \

@@ -14,10 +14,12 @@ import os
 import time
 from typing import Any
 
+from llmbench.kinds.training.attention import padded_width
 from llmbench.kinds.training.config import TrainPoint
 from llmbench.roofline.flops import flops_per_token
 
 TRAIN_MEM_BYTES_PER_PARAM = 16   # fp32 weight + grad + two AdamW moments
+CUDA_GRAPH_MODES = ("reduce-overhead", "max-autotune")
 
 
 def dist_env() -> tuple[int, int, int]:
@@ -117,10 +119,18 @@ def run(p: TrainPoint) -> dict[str, Any]:
         import torch._dynamo
 
         torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
+        kw = {"dynamic": False, **({"mode": p.compile_mode} if p.compile_mode != "default" else {})}
         for b in blocks:
-            b.compile(dynamic=False)
+            b.compile(**kw)
         if hasattr(model, "head"):
-            model.head.compile(dynamic=False)
+            model.head.compile_parts(**kw)
+        if p.compile_mode in CUDA_GRAPH_MODES and device.type != "cuda":
+            notes.append(f"compile_mode {p.compile_mode}: CUDA graphs need a CUDA device; "
+                         "inductor runs the graphs without them here")
+    head_dim = w.hidden // w.heads
+    if padded_width(head_dim, p.head_pad) != head_dim:
+        notes.append(f"attention heads {head_dim} wide, padded with zeros to "
+                     f"{padded_width(head_dim, True)} for the fused kernels (not counted as FLOPs)")
 
     parallel = choose_parallel(p, w.total_params, device)
     ddp = fsdp = False
@@ -139,16 +149,17 @@ def run(p: TrainPoint) -> dict[str, Any]:
         fsdp = True
 
     train = p.mode == "train"
-    opt = None
-    if train:
-        opt = torch.optim.AdamW(model.parameters(), lr=p.lr, betas=(0.9, 0.95), weight_decay=0.1,
-                                fused=device.type == "cuda")
+    opt, optimizer = (make_optimizer(p, model.parameters(), device, notes) if train
+                      else (None, None))
+    graphs = p.compile and p.compile_mode in CUDA_GRAPH_MODES and device.type == "cuda"
 
     def sync():
         if device.type == "cuda":
             torch.cuda.synchronize(device)
 
     def step(i: int):
+        if graphs:  # a new iteration: the CUDA graphs may reuse the last step's output memory
+            torch.compiler.cudagraph_mark_step_begin()
         losses = []
         for j in range(p.grad_accum):
             last = j == p.grad_accum - 1
@@ -237,7 +248,7 @@ def run(p: TrainPoint) -> dict[str, Any]:
         "samples_per_step": p.micro_batch * p.grad_accum * world,
         "step_times_s": times, "first_step_s": first_step_s, "warmup_steps": p.warmup,
         "losses": loss_vals, "mem_peak_gib": mem_gib, "mem_what": mem_what,
-        "measured_peak": measured, "notes": notes, "wall_s": wall_s,
+        "measured_peak": measured, "notes": notes, "wall_s": wall_s, "optimizer": optimizer,
     }
     if meter is not None:
         out["power"] = meter.describe()
@@ -247,6 +258,23 @@ def run(p: TrainPoint) -> dict[str, Any]:
             out["avg_power_w"] = win.avg_power_w
             out["energy_window_s"] = win.duration_s
     return out
+
+
+def make_optimizer(p: TrainPoint, params, device, notes: list[str]):
+    """AdamW (GPT-2's betas and weight decay) in the asked implementation: `fused` (one kernel
+    for all parameters), `foreach` (batched ops per tensor list) or `for-loop` (per tensor).
+    A device without the fused kernel gets foreach, and the record says so."""
+    import torch
+
+    kw = {"lr": p.lr, "betas": (0.9, 0.95), "weight_decay": 0.1}
+    impl = {"fused": {"fused": True}, "foreach": {"foreach": True},
+            "for-loop": {"foreach": False, "fused": False}}[p.optimizer]
+    params = list(params)
+    try:
+        return torch.optim.AdamW(params, **kw, **impl), p.optimizer
+    except (RuntimeError, ValueError) as e:
+        notes.append(f"optimizer: fused AdamW refused on {device.type} ({e}); foreach used")
+        return torch.optim.AdamW(params, **kw, foreach=True), "foreach"
 
 
 def measured_peak_safe(device: str, precision: str, notes: list[str]) -> dict | None:

@@ -33,6 +33,8 @@ def workload_fields(p: TrainPoint, r: dict[str, Any] | None = None) -> dict[str,
         "grad_accum": p.grad_accum, "nproc": p.nproc, "precision": p.precision,
         "sparsity": p.sparsity, "compile": p.compile,
         "activation_checkpointing": p.activation_checkpointing, "attn_backend": p.attn_backend,
+        "compile_mode": p.compile_mode, "optimizer": p.optimizer, "loss": p.loss,
+        "head_pad": p.head_pad,
         "learnable": p.learnable, "steps": p.steps, "warmups": p.warmup,
         "hidden": p.hidden, "heads": p.heads, "layers": p.layers, "kv_heads": p.kv_heads,
         "batch_size": p.micro_batch * p.grad_accum * p.nproc,
@@ -101,8 +103,9 @@ def fill(rec: Record, p: TrainPoint, r: dict[str, Any], torch_version: str | Non
     notes.append(f"peak memory: {r['mem_what']}")
     rec.backend = BackendInfo(
         name="pytorch", version=torch_version,
-        options={"compile": p.compile, "parallel": r["parallel"],
-                 "optimizer": "AdamW (fused on CUDA)" if p.mode == "train" else None,
+        options={"compile": p.compile, "compile_mode": p.compile_mode if p.compile else None,
+                 "parallel": r["parallel"], "loss": p.loss, "head_pad": p.head_pad,
+                 "optimizer": f"AdamW ({r['optimizer']})" if r.get("optimizer") else None,
                  "autocast": p.precision in ("bf16", "fp8") and p.workload != "block"})
     rec.model = ModelInfo(name=r["model_name"], source="llmbench.train", params=r["total_params"],
                           synthetic_weights=True, flop_params=r["flop_params"], **{"info": r["info"]})
