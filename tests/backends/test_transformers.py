@@ -1,8 +1,11 @@
 """The real transformers engine on the CPU: SmolLM2 (HF copy of the bundled GGUF) and a tiny
-random-weight architecture. The GPU fast path (static cache + compiled step on CUDA graphs) is
-proven on the H200 by benchmarks/transformers_h200.py (records under results/h200/)."""
+random-weight architecture. The GPU fast path (static cache + compiled step on CUDA graphs,
+per-token times from CUDA events) has `gpu` tests here and is measured on the H200 by
+benchmarks/transformers_h200.py (records under results/h200/)."""
 
 import json
+import time
+from types import SimpleNamespace
 
 import pytest
 
@@ -11,6 +14,8 @@ from llmbench.errors import SpecError
 from llmbench.models.catalog import CATALOG, ModelArch, register
 from llmbench.models.sources import resolve
 from llmbench.kinds.inference.spec import EngineOptions, Point
+from llmbench.hardware.device import cuda_device_count
+from llmbench.measure.timeline import RequestTimeline
 from tests.conftest import has
 
 needs_transformers = pytest.mark.skipif(not has("transformers") or not has("torch"),
@@ -78,6 +83,66 @@ def test_cli_refuses_bad_options_before_running(tmp_path, capsys):
     assert code == 2
     assert "options.compile" in capsys.readouterr().err
     assert not list(tmp_path.rglob("*.json"))
+
+
+# -- per-token times from CUDA events (no engine runs) ----------------------------------------
+# Offsets are binary fractions of a second (7.8125 ms = 1/128 s): every sum below is exact.
+def test_event_offsets_land_on_the_host_timeline():
+    from llmbench.backends.transformers import event_times_s, stamp_steps
+
+    times = event_times_s(1000.0, [7.8125, 15.625, 31.25])
+    assert times == [1000.0078125, 1000.015625, 1000.03125]
+    tls = [RequestTimeline(t_ref=999.5), RequestTimeline(t_ref=999.5)]
+    stamp_steps(tls, times)
+    for tl in tls:
+        assert tl.events == [(1000.0078125, 1), (1000.015625, 1), (1000.03125, 1)]
+        assert tl.ttft_s() == 0.5078125  # the batch start to the first (prefill's) token
+        assert tl.itl_s() == [0.0078125, 0.015625]
+        assert tl.tpot_s() == 0.01171875
+
+
+class FakeCuda:
+    """A device clock in ms that the test moves by hand, with torch.cuda's event API."""
+
+    def __init__(self):
+        self.now_ms = 5.0
+        self.syncs = []
+
+    def synchronize(self, device=None):
+        self.syncs.append(("device", self.now_ms))
+
+    def Event(self, enable_timing):  # noqa: N802 - torch.cuda's name
+        assert enable_timing
+        cuda = self
+
+        class Event:
+            def record(self):
+                self.ms = cuda.now_ms
+
+            def synchronize(self):
+                cuda.syncs.append(("event", self.ms))
+
+            def elapsed_time(self, end):
+                return end.ms - self.ms
+
+        return Event()
+
+
+def test_event_clock_places_steps_after_its_anchor_and_waits_once():
+    from llmbench.backends.transformers import _EventClock
+
+    cuda = FakeCuda()
+    before = time.perf_counter()
+    clock = _EventClock(SimpleNamespace(cuda=cuda), "cuda:0")
+    assert before <= clock.anchor_s <= time.perf_counter()
+    assert cuda.syncs == [("device", 5.0)]  # the anchor: taken on an idle device
+    for step_ms in (250.0, 7.8125, 7.8125):  # prefill, then two decode steps
+        cuda.now_ms += step_ms
+        clock.mark()
+    assert cuda.syncs == [("device", 5.0)]  # no wait while the steps are queued
+    got = clock.times_s()
+    assert cuda.syncs == [("device", 5.0), ("event", 270.625)]  # one wait, on the last step
+    assert got == [clock.anchor_s + 0.25, clock.anchor_s + 0.2578125, clock.anchor_s + 0.265625]
 
 
 # -- SmolLM2 through the CLI ------------------------------------------------------------------
@@ -184,26 +249,53 @@ def test_perplexity_close_to_llamacpp(tmp_path):
 
 
 # -- a tiny random-weight model: the loops agree -------------------------------------------
+def greedy_without_cache(b, prompts, output_len):
+    """The reference: argmax over a full forward of the whole sequence, token by token."""
+    import torch
+
+    seqs = torch.tensor(prompts, dtype=torch.long, device=b.device)
+    with torch.inference_mode():
+        for _ in range(output_len):
+            nxt = b.hf(input_ids=seqs, use_cache=False).logits[:, -1].argmax(-1)
+            seqs = torch.cat([seqs, nxt[:, None]], dim=1)
+    return seqs[:, len(prompts[0]):].tolist()
+
+
+LOOPS = [("dynamic", EngineOptions(), {}),
+         ("static-generate", EngineOptions(kv_cache="static"), {"loop": "generate"}),
+         ("static-step", EngineOptions(kv_cache="static"), {"loop": "step"}),
+         ("static-step-host-sync", EngineOptions(kv_cache="static"),
+          {"loop": "step", "token_clock": "host_sync"})]
+
+
 @pytest.mark.engine
 @needs_transformers
 def test_synthetic_loops_generate_the_same_tokens():
     prompts = [[5, 6, 7, 8, 9, 10], [11, 12, 13, 14, 15, 16]]
     runs = {}
-    for name, opts, bo in [("dynamic", EngineOptions(), {}),
-                           ("static-generate", EngineOptions(kv_cache="static"), {"loop": "generate"}),
-                           ("static-step", EngineOptions(kv_cache="static"), {"loop": "step"})]:
+    for name, opts, bo in LOOPS:
         b = backend(TINY, options=opts, backend_options=bo, batch_size=2, input_len=6, output_len=10)
-        assert b.loop == ("step" if name == "static-step" else "generate")
+        assert b.loop == ("step" if name.startswith("static-step") else "generate")
         with pytest.raises(SpecError):
             b.tokenize("no tokenizer for random weights")
         for _ in range(2):  # the second call reuses the (rewound) static cache
-            tls = b.generate(prompts, 10, 0.0)
+            t_ref = time.perf_counter()
+            tls = b.generate(prompts, 10, t_ref)
+            t_ret = time.perf_counter()
         assert [tl.output_tokens for tl in tls] == [10, 10]
-        assert all(tl.events == sorted(tl.events) for tl in tls)
+        for tl in tls:
+            assert len(tl.events) == 10  # one time stamp per step
+            assert tl.events == sorted(tl.events)
+            assert t_ref < tl.t_first and tl.t_last <= t_ret
         runs[name] = b.last_tokens
+        if name == "dynamic":
+            runs["reference"] = greedy_without_cache(b, prompts, 10)
         assert b.vocab_size == 1000 and b.context_len == 256
+        times = b.effective_options()["token_times"]
+        assert ("on a CPU" if b.loop == "step" else "streamer") in times
         b.close()
-    assert runs["dynamic"] == runs["static-generate"] == runs["static-step"]
+    assert runs["reference"] == runs["dynamic"] == runs["static-generate"] == runs["static-step"] \
+        == runs["static-step-host-sync"]
     assert runs["dynamic"][0] != runs["dynamic"][1]
 
 
@@ -236,3 +328,38 @@ def test_compiled_step_on_cpu_matches_eager():
     fast.generate(prompts, 6, 0.0)
     assert fast.last_tokens == eager.last_tokens
     assert fast.effective_options()["compile_mode"] == "default"
+
+
+# -- the fast path on a GPU -----------------------------------------------------------------
+@pytest.mark.gpu
+@pytest.mark.engine
+@pytest.mark.skipif(cuda_device_count() == 0, reason="needs an NVIDIA GPU (NVML)")
+@needs_transformers
+@pytest.mark.parametrize("compiled", [False, True], ids=["eager-step", "cuda-graph-step"])
+def test_cuda_event_times_match_the_per_token_sync(compiled):
+    """CUDA events vs a host sync per token: the same tokens, a stamp per step, every stamp inside
+    the generate() call, and steps no slower than with the per-token sync."""
+    prompts = [[31, 32, 33, 34, 35, 36, 37, 38]] * 2
+    got, itl = {}, {}
+    for clock in ("device", "host_sync"):
+        b = backend(TINY, device="cuda", dtype="fp32", batch_size=2, input_len=8, output_len=32,
+                    options=EngineOptions(kv_cache="static", compile=compiled),
+                    backend_options={"loop": "step", "token_clock": clock})
+        for _ in range(3):  # the first compiles and records the CUDA graph
+            t_ref = time.perf_counter()
+            tls = b.generate(prompts, 32, t_ref)
+            t_ret = time.perf_counter()
+        for tl in tls:
+            assert len(tl.events) == tl.output_tokens == 32
+            assert tl.events == sorted(tl.events)
+            assert t_ref < tl.t_first and tl.t_last <= t_ret
+        got[clock] = b.last_tokens
+        itl[clock] = tls[0].tpot_s()
+        opts = b.effective_options()
+        assert opts["token_clock"] == clock
+        assert opts["token_times"].startswith(
+            "CUDA events" if clock == "device" else "host clock after a device")
+        ref = greedy_without_cache(b, prompts, 32)
+        b.close()
+        assert got[clock] == ref
+    assert itl["device"] <= itl["host_sync"] * 1.5

@@ -4,12 +4,18 @@ Two decoding loops, both greedy and forced to exactly output_len tokens:
 - `generate`: `model.generate()` with the dynamic or static KV cache. With kv_cache=static and
   compile, generate() compiles the model's forward itself (its `compile_config`).
 - `step`: our own loop over transformers' `StaticCache` whose decode step (forward + argmax) is
-  one `torch.compile`d function, so with mode "reduce-overhead" a step is one CUDA-graph replay
-  and the host does no per-step work besides reading the new tokens (gpt-fast style). This is
-  the fast path; `loop: auto` takes it whenever kv_cache=static and compile are both on.
+  one `torch.compile`d function, so with mode "reduce-overhead" a step is one CUDA-graph replay.
+  Sampling stays on the device: each step's tokens go into a preallocated device tensor and feed
+  the next step, so the host only queues work (gpt-fast style). This is the fast path;
+  `loop: auto` takes it whenever kv_cache=static and compile are both on.
 
-Per-token times come from a streamer in both loops: its `put()` receives every step's tokens
-for the whole batch, and the copy to the host is the step's synchronisation point.
+Per-token times. `generate` stamps them in a streamer whose `put()` receives every step's tokens
+already copied to the host (that copy is the step's synchronisation). `step` on CUDA (option
+token_clock=device) records a CUDA event after each step and synchronises once, after the last:
+event times are offsets from a start event recorded on an idle device right after a host
+timestamp, so they land on the same perf_counter timeline (TTFT still counts from the batch
+start and includes prefill). On a CPU the host is the device: a host timestamp after each step.
+token_clock=host_sync keeps the old per-token synchronisation, to measure what it costs.
 
 Compilation happens lazily on the first call with a new shape, i.e. in the warm-ups (check()
 refuses compile without one), never in the timed repeats.
@@ -43,6 +49,9 @@ class TransformersOptions(BaseModel):
         "reduce-overhead", description="torch.compile mode; reduce-overhead = CUDA graphs")
     coordinate_descent_tuning: bool = Field(
         True, description="inductor's extra kernel tuning (gpt-fast turns it on for decode)")
+    token_clock: Literal["device", "host_sync"] = Field(
+        "device", description="step loop's per-token times: device = CUDA events, one host sync "
+                              "per generation (host clock on a CPU); host_sync = sync every token")
     threads: int | None = Field(None, ge=1, description="torch CPU threads (default: torch's)")
 
 
@@ -182,11 +191,26 @@ class TransformersBackend(Backend):
             kv_cache=getattr(self, "kv_cache", None), loop=getattr(self, "loop", None),
             compile_mode=self.options.compile_mode if self.engine_options.compile else None,
             sampling="greedy (argmax), exactly output_len tokens (EOS ignored)",
+            token_times=self._token_times(),
             torch=getattr(self, "_torch", None) and self._torch.__version__,
             torch_threads=getattr(self, "_torch", None) and self._torch.get_num_threads())
         if getattr(self, "path", None):
             eff["model_path"] = str(self.path)
         return eff
+
+    def _token_times(self) -> str | None:
+        """How the per-token times were taken, in words (recorded beside token_clock)."""
+        device = getattr(self, "device", None)
+        if device is None:
+            return None
+        if getattr(self, "loop", None) != "step":
+            return "host clock after each step's copy of its tokens to the host (streamer)"
+        if device.type != "cuda":
+            return "host clock after each step (on a CPU the step has run when it returns)"
+        if self.options.token_clock == "host_sync":
+            return "host clock after a device synchronisation every token"
+        return ("CUDA events after each step, placed on the host clock by a start event on the "
+                "idle device; the host waits for the device once, after the last step")
 
     def close(self) -> None:
         self.hf = self._cache = self._step_fn = None
@@ -264,18 +288,21 @@ class TransformersBackend(Backend):
     def generate(self, prompts: list[list[int]], output_len: int, t_ref: float) -> list[RequestTimeline]:
         torch = self._torch
         timelines = [RequestTimeline(t_ref=t_ref, t_send=t_ref, prompt_tokens=len(p)) for p in prompts]
-        streamer = _streamer(timelines)
         if len({len(p) for p in prompts}) != 1:
             raise EngineError("prompts of one batch must have the same length (no padding here)")
         ids = torch.tensor(prompts, dtype=torch.long, device=self.device)
         with torch.inference_mode():
             if self.loop == "step":
-                self._generate_step(ids, output_len, streamer)
+                tokens, times_s = self._generate_step(ids, output_len)
+                stamp_steps(timelines, times_s)
+                steps = len(times_s)
             else:
+                streamer = _streamer(timelines)
                 self._generate_hf(ids, output_len, streamer)
-        self.last_tokens = streamer.tokens
-        if streamer.steps != output_len:
-            raise EngineError(f"generated {streamer.steps} tokens per sequence, asked {output_len}")
+                tokens, steps = streamer.tokens, streamer.steps
+        self.last_tokens = tokens
+        if steps != output_len:
+            raise EngineError(f"generated {steps} tokens per sequence, asked {output_len}")
         return timelines
 
     def _generate_hf(self, ids, output_len: int, streamer) -> None:
@@ -296,25 +323,41 @@ class TransformersBackend(Backend):
         self.hf.generate(input_ids=ids, attention_mask=torch.ones_like(ids), generation_config=gc,
                          streamer=streamer)
 
-    def _generate_step(self, ids, output_len: int, streamer) -> None:
+    def _generate_step(self, ids, output_len: int) -> tuple[list[list[int]], list[float]]:
+        """Prefill, then output_len - 1 decode steps; returns each sequence's tokens and the
+        perf_counter time at which each step's tokens were ready."""
         torch = self._torch
         batch, n_in = ids.shape
         self._static_cache(batch, n_in + output_len)
+        clock = self._clock()  # first: the device is idle here, and the reset stays asynchronous
         self._cache.reset()  # rewinds the write position (generate() does the same)
-        streamer.put(ids)  # the prompt, as generate() does
+        # (step, sequence): each step writes one contiguous row, read back once at the end
+        out = torch.empty((output_len, batch), dtype=torch.long, device=self.device)
         logits = self.hf(input_ids=ids, past_key_values=self._cache, use_cache=True,
                          logits_to_keep=1).logits
-        tok = logits[:, -1].argmax(-1)
-        streamer.put(tok.cpu())
+        out[0] = logits[:, -1].argmax(-1)
+        clock.mark()
         positions = torch.arange(n_in, n_in + output_len, device=self.device)[None, :]
         step = self._step_fn
         mark = getattr(torch.compiler, "cudagraph_mark_step_begin", None)
-        for i in range(output_len - 1):
+        for i in range(1, output_len):
             if mark is not None and self.engine_options.compile:
                 mark()
-            # clone: a CUDA-graph output is overwritten by the next replay
-            tok = step(tok[:, None], positions[:, i:i + 1]).clone()
-            streamer.put(tok.cpu())
+            # the copy into `out` also keeps the token: a CUDA-graph output is overwritten by
+            # the next replay
+            out[i] = step(out[i - 1][:, None], positions[:, i - 1:i])
+            clock.mark()
+        times_s = clock.times_s()  # the CUDA clock's one synchronisation
+        return out.T.tolist(), times_s
+
+    def _clock(self):
+        """The step loop's per-token clock (see the module's docstring)."""
+        torch = self._torch
+        if self.device.type != "cuda":
+            return _HostClock()
+        if self.options.token_clock == "host_sync":
+            return _HostClock(sync=lambda: torch.cuda.synchronize(self.device))
+        return _EventClock(torch, self.device)
 
     def memory_peak_gib(self) -> float | None:
         torch = getattr(self, "_torch", None)
@@ -343,8 +386,65 @@ class TransformersBackend(Backend):
         return nll, count
 
 
+def event_times_s(anchor_s: float, offsets_ms: list[float]) -> list[float]:
+    """perf_counter times of events measured in ms after a start event taken at anchor_s."""
+    return [anchor_s + ms / 1e3 for ms in offsets_ms]
+
+
+def stamp_steps(timelines: list[RequestTimeline], times_s: list[float]) -> None:
+    """Every step brings one token to each sequence of the batch at once."""
+    for tl in timelines:
+        for t in times_s:
+            tl.add(t)
+
+
+class _HostClock:
+    """Host time after each step; `sync` (if given) first waits for the device."""
+
+    def __init__(self, sync=None):
+        self.sync = sync
+        self.stamps_s: list[float] = []
+
+    def mark(self) -> None:
+        if self.sync is not None:
+            self.sync()
+        self.stamps_s.append(time.perf_counter())
+
+    def times_s(self) -> list[float]:
+        return self.stamps_s
+
+
+class _EventClock:
+    """A CUDA event after each step, read after one synchronisation at the end.
+
+    The anchor: after a synchronize the stream is idle, so the start event recorded right after
+    the host timestamp runs within microseconds of it; every later event is placed on the host
+    timeline by its elapsed time since that start event."""
+
+    def __init__(self, torch, device):
+        self.torch = torch
+        torch.cuda.synchronize(device)
+        self.anchor_s = time.perf_counter()
+        self.start = self._record()
+        self.events = []
+
+    def _record(self):
+        event = self.torch.cuda.Event(enable_timing=True)
+        event.record()
+        return event
+
+    def mark(self) -> None:
+        self.events.append(self._record())
+
+    def times_s(self) -> list[float]:
+        if not self.events:
+            return []
+        self.events[-1].synchronize()
+        return event_times_s(self.anchor_s, [self.start.elapsed_time(e) for e in self.events])
+
+
 class _Stamps:
-    """Time-stamps each step (transformers' streamer protocol: put/end).
+    """Time-stamps each step of generate() (transformers' streamer protocol: put/end).
 
     generate() first puts the prompt, then one tensor of new tokens (one per sequence) per
     step, already copied to the host: that copy is where the host waits for the device, so
