@@ -52,6 +52,10 @@ class TransformersOptions(BaseModel):
     token_clock: Literal["device", "host_sync"] = Field(
         "device", description="step loop's per-token times: device = CUDA events, one host sync "
                               "per generation (host clock on a CPU); host_sync = sync every token")
+    prefill: Literal["compiled", "eager"] = Field(
+        "compiled", description="step loop with compile: the prompt's forward compiled too (one "
+                                "graph per prompt shape, in the compile mode), or eager (one "
+                                "kernel launch per op: the host's launch rate sets TTFT)")
     threads: int | None = Field(None, ge=1, description="torch CPU threads (default: torch's)")
 
 
@@ -273,11 +277,20 @@ class TransformersBackend(Backend):
             self.hf(input_ids=ids, past_key_values=self._cache, use_cache=True)
         self._cache_shape = (batch, length)
         if self._step_fn is None:
-            step = self._decode_step
+            step, prefill = self._decode_step, self._prefill
             if self.engine_options.compile:
                 self._inductor_config()
                 step = torch.compile(step, mode=self.options.compile_mode, fullgraph=True)
-            self._step_fn = step
+                if self.options.prefill == "compiled":
+                    # not fullgraph: transformers' causal-mask shortcut branches on the cache
+                    # position (a tensor) at prefill; dynamo breaks the graph there once
+                    prefill = torch.compile(prefill, mode=self.options.compile_mode, dynamic=False)
+            self._step_fn, self._prefill_fn = step, prefill
+
+    def _prefill(self, ids):
+        logits = self.hf(input_ids=ids, past_key_values=self._cache, use_cache=True,
+                         logits_to_keep=1).logits
+        return logits[:, -1].argmax(-1)
 
     def _decode_step(self, tokens, position_ids):
         out = self.hf(input_ids=tokens, past_key_values=self._cache, position_ids=position_ids,
@@ -333,15 +346,16 @@ class TransformersBackend(Backend):
         self._cache.reset()  # rewinds the write position (generate() does the same)
         # (step, sequence): each step writes one contiguous row, read back once at the end
         out = torch.empty((output_len, batch), dtype=torch.long, device=self.device)
-        logits = self.hf(input_ids=ids, past_key_values=self._cache, use_cache=True,
-                         logits_to_keep=1).logits
-        out[0] = logits[:, -1].argmax(-1)
+        mark = getattr(torch.compiler, "cudagraph_mark_step_begin", None)
+        graphs = mark is not None and self.engine_options.compile
+        if graphs:
+            mark()
+        out[0] = self._prefill_fn(ids)
         clock.mark()
         positions = torch.arange(n_in, n_in + output_len, device=self.device)[None, :]
         step = self._step_fn
-        mark = getattr(torch.compiler, "cudagraph_mark_step_begin", None)
         for i in range(1, output_len):
-            if mark is not None and self.engine_options.compile:
+            if graphs:
                 mark()
             # the copy into `out` also keeps the token: a CUDA-graph output is overwritten by
             # the next replay
