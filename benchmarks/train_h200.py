@@ -212,6 +212,33 @@ def table(results: Path, log) -> None:
                 ("speedup", _m(d, "speedup_vs_dense")), ("loss", _m(d, "loss_last"))]
         rows.append(f"{label:<140} " + " ".join(f"{k}={v:.4g}" for k, v in vals if v is not None))
     _say(log, "\n# results\n" + "\n".join(rows))
+    goals(results, log)
+
+
+# issue 22: (label, record filter, metric, goal); the best ok record of each is set against it
+GOALS = [
+    ("block h4096 s2048 fwd+bwd bf16, causal TFLOP/s", lambda d, w: d["model"]["name"] == "block-gpt-h4096"
+     and w["seq_len"] == 2048 and w["precision"] == "bf16" and w.get("mode") == "fwdbwd", "tflops_causal", 671.0),
+    ("GPT-2 XL s1024 bf16, MFU", lambda d, w: d["model"]["name"] == "gpt2-xl" and w["precision"] == "bf16",
+     "mfu", 0.55),
+    ("GenSLM-250M s2048 bf16, MFU", lambda d, w: d["model"]["name"] == "genslm-250m" and w["seq_len"] == 2048
+     and w["precision"] == "bf16", "mfu", 0.45),
+]
+
+
+def goals(results: Path, log) -> None:
+    recs = [json.loads(f.read_text()) for f in sorted(results.rglob("*.json"))] if results.exists() else []
+    lines = []
+    for label, keep, metric, goal in GOALS:
+        vals = [(_m(d, metric), d["point_key"]) for d in recs
+                if d["status"] == "ok" and keep(d, d["workload"]) and _m(d, metric) is not None]
+        if not vals:
+            lines.append(f"{label}: no record in this run")
+            continue
+        best, key = max(vals)
+        lines.append(f"{label}: best {best:.4g} (point {key}), goal {goal:g}: ratio {best / goal:.3f} "
+                     f"({'met' if best >= goal else 'not met'})")
+    _say(log, "\n# issue 22 goals\n" + "\n".join(lines))
 
 
 if __name__ == "__main__":
