@@ -1,37 +1,54 @@
-"""Harness overhead: the same llama.cpp generation through llmbench vs called directly.
+"""Harness overhead: the same generation through llmbench vs called directly (issue 24).
 
 Both sides run greedy decoding of the same prompt (batch 1) on the same loaded model:
-- direct:   llama-cpp-python's low-level API in a bare loop (decode, argmax, decode ...), and
-            its high-level `Llama.generate` generator, for reference;
+- direct:   llama.cpp: llama-cpp-python's low-level API in a bare loop (decode, argmax,
+            decode ...), and its high-level `Llama.generate` generator, for reference;
+            transformers: the backend's public `generate` alone, timed to its last token's
+            stamp as batch_latency_s is (no meter, no watch, no record);
 - llmbench, whole point: what a user pays per point of `llmbench run` once the engine is
             loaded, timed around all of it: the record's environment capture, prompt building,
-            the energy meter and contention watch, generation, timelines and metrics, the
-            roofline and writing the record to disk (the inference kind's base_record, run_point,
-            attach_roofline, Store.write);
+            the energy meter, contention watch and GPU counters, generation, timelines and
+            metrics, the roofline and writing the record to disk (base_record, run_point,
+            attach_roofline, Store.write), with each part's time printed;
 - llmbench, batch_latency_s: the timed window inside that point (what the record reports);
-- the same window with observers taken away one at a time, to price each: without the
-  contention watch (`no watch`), and without the energy meter too (`no observers`: no
-  sampling thread, no counter reads).
+- the same window with observers changed, to price each: without the contention watch and
+  GPU counters (`no watch`), without any observer (`no observers`: no thread, no reads), and
+  with the power-sampling thread every P ms (`sampler P ms`; the device's own meter when it
+  reads power, NVML, else a stand-in whose reading costs nothing, so only the thread's
+  wake-ups are priced; a short period magnifies a cost too small to resolve at 50 ms).
 Every repeat runs each variant once, in a fresh random order (order effects and drift hit all
 alike). A ratio is computed pair by pair (variant_i / direct_i of the same repeat) and given as
 the geometric mean with its 95% t-interval over repeats (scipy), plus the median with a
 bootstrap 95% interval: a 1% effect is resolved when the interval is narrower than 1%.
 The machine's contention during the run is printed (other processes' share of the CPU, from
 measure/contention.busy_cpu_s less this process, and the load average): a contended run says so.
+Energy windows are not lengthened (energy_min_window_s=0): the extra untimed batches that
+would fill 2 s are a measurement choice, not overhead.
 Goals (issue 24): batch_latency_s / direct <= 1.01, whole point / direct <= 1.02.
 
     .venv/bin/python benchmarks/harness_overhead.py [--input-len 64] [--output-len 64] [--repeats 40]
+    # a GPU engine path (random weights from the catalog, as `llmbench run` builds them):
+    .venv/bin/python benchmarks/harness_overhead.py --engine transformers --device cuda \\
+        --model llama-3-8b --dtype bf16 --fast --repeats 30
+    # the same path proven on the CPU with a tiny random model:
+    .venv/bin/python benchmarks/harness_overhead.py --engine transformers --model tiny --repeats 5
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import statistics
+import tempfile
+import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
+
+TINY = "tiny-llama-overhead"  # --model tiny: 2 layers, hidden 64 (the tests' tiny model)
 
 
 def direct_lowlevel(llm, ll, ctx, prompt, out_len, n_vocab):
@@ -64,108 +81,240 @@ def direct_highlevel(llm, prompt, out_len):
     return time.perf_counter() - t0
 
 
+def llamacpp_engine(a) -> tuple:
+    """(backend, point, direct paths by name) for llama.cpp on SmolLM2-135M."""
+    from llmbench.backends.llamacpp import LlamaCppBackend
+    from llmbench.kinds.inference.prompts import make_prompts
+    from llmbench.models import resolve
+
+    point = make_point(a, "llamacpp", "smollm2-135m", "cpu", "auto", {},
+                       {"n_threads": a.threads} if a.threads else {})
+    be = LlamaCppBackend(point, resolve(point.model))
+    be.load()
+    be.prepare(point)
+    ll, llm = be._ll, be.llm
+    prompt = make_prompts(be, 1, a.input_len, 0, 0)[0]
+    hl = ll.Llama(str(be.path), n_ctx=a.input_len + a.output_len + 16, n_threads=be.n_threads,
+                  verbose=False)
+    return be, point, {
+        "direct": lambda: direct_lowlevel(llm, ll, be.ctx, prompt, a.output_len, be.vocab_size),
+        "generate": lambda: direct_highlevel(hl, prompt, a.output_len)}
+
+
+def transformers_engine(a) -> tuple:
+    """(backend, point, direct paths by name) for transformers; only the backend's public
+    load/prepare/generate are called."""
+    from llmbench.backends.transformers import TransformersBackend
+    from llmbench.kinds.inference.prompts import make_prompts
+    from llmbench.metrics import last_token_time
+    from llmbench.models import resolve
+
+    model = a.model
+    if model == "tiny":
+        from llmbench.models.catalog import ModelArch, register
+
+        register(ModelArch(name=TINY, family="llama", layers=2, hidden=64, heads=4, kv_heads=2,
+                           ffn=128, vocab=1000, max_position=256))
+        model = TINY
+    options = {"kv_cache": "static", "compile": True} if a.fast else {}
+    backend_options = {"threads": a.threads} if a.threads else {}
+    point = make_point(a, "transformers", model, a.device, a.dtype, options, backend_options)
+    be = TransformersBackend(point, resolve(model))
+    be.load()
+    be.prepare(point)
+    prompts = make_prompts(be, 1, a.input_len, point.seed, 0)
+
+    def direct() -> float:
+        t0 = time.perf_counter()
+        timelines = be.generate(prompts, a.output_len, t0)
+        return last_token_time(timelines, time.perf_counter()) - t0
+
+    return be, point, {"direct": direct}
+
+
+def make_point(a, backend: str, model: str, device: str, dtype: str, options: dict,
+               backend_options: dict):
+    from llmbench.kinds.inference.spec import Point
+
+    return Point(backend=backend, model=model, device=device, dtype=dtype, batch_size=1,
+                 input_len=a.input_len, output_len=a.output_len, options=options,
+                 backend_options=backend_options, repeats=1, warmups=0, energy_min_window_s=0)
+
+
+def sampler_meter(device: str, period_s: float):
+    """The device's meter sampling power every period_s in every window; a stand-in with a
+    free reading and no counter where the device's meter reads no power (RAPL, none)."""
+    from llmbench.measure.power import EnergyMeter, open_meter
+
+    class Probe(EnergyMeter):
+        source, available, reads_power = "probe (stand-in: reading costs nothing)", True, True
+
+        def _power_w(self) -> float:
+            return 0.0
+
+    meter = open_meter(device, 1, sampling="dense")
+    if not meter.reads_power:
+        meter = Probe("", sampling="dense")
+    meter.SAMPLE_PERIOD_S = period_s
+    return clock_reads(meter)
+
+
+def clock_reads(meter):
+    """Note the sampling thread's own CPU clock at each power reading: the difference between a
+    thread's consecutive readings is the CPU one wake-up costs (meter.wake_cpu_s() the median),
+    a figure that the machine's noise in wall time cannot hide."""
+    read, clocks = meter._power_w, {}
+
+    def stamped():
+        clocks.setdefault(threading.current_thread(), []).append(time.thread_time())
+        return read()
+
+    def wake_cpu_s() -> float | None:
+        gaps = [b - a for c in clocks.values() for a, b in zip(c, c[1:])]
+        return statistics.median(gaps) if gaps else None
+
+    meter._power_w, meter.wake_cpu_s = stamped, wake_cpu_s
+    return meter
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
+    ap.add_argument("--engine", choices=("llamacpp", "transformers"), default="llamacpp")
+    ap.add_argument("--model", default="tiny", help="transformers: a catalog model (random "
+                    "weights) or 'tiny'; llama.cpp runs SmolLM2-135M")
+    ap.add_argument("--device", default="cpu", help="transformers: cpu | cuda[:N]")
+    ap.add_argument("--dtype", default="auto")
+    ap.add_argument("--fast", action="store_true",
+                    help="transformers: the fast path (static KV cache + torch.compile'd step)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="engine CPU threads (llama.cpp default: every core; transformers: torch's)")
     ap.add_argument("--input-len", type=int, default=64)
     ap.add_argument("--output-len", type=int, default=64)
     ap.add_argument("--repeats", type=int, default=40)
+    ap.add_argument("--sampler-ms", default="50,5",
+                    help="power-sampling periods to price, comma-separated ms ('' for none)")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--dump", help="write every variant's times (s) to this JSON file")
     a = ap.parse_args()
 
-    import tempfile
-
-    from llmbench.backends.llamacpp import LlamaCppBackend
-    from llmbench.models import resolve
     from llmbench.kinds.inference.kind import attach_roofline, base_record, run_point
-    from llmbench.kinds.inference.spec import Point
+    from llmbench.kinds.inference.offline import run_offline
+    from llmbench.measure.contention import busy_cpu_s
+    from llmbench.measure.power import EnergyMeter, open_meter
     from llmbench.store import Store
-    from llmbench.kinds.inference.prompts import make_prompts
 
-    point = Point(backend="llamacpp", model="smollm2-135m", batch_size=1, input_len=a.input_len,
-                  output_len=a.output_len, repeats=1, warmups=0)
-    model = resolve("smollm2-135m")
-    be = LlamaCppBackend(point, model)
-    be.load()
-    be.point, be.engine_options = point, point.options  # as InferenceKind.run_group sets them
-    be.prepare(point)
+    be, point, directs = (llamacpp_engine if a.engine == "llamacpp" else transformers_engine)(a)
+    model = be.model
     store = Store(tempfile.mkdtemp(prefix="llmbench-overhead-"))
+    parts: dict[str, list[float]] = {k: [] for k in ("base_record", "run_point outside the window",
+                                                     "roofline", "store write")}
+    last: dict = {}
 
     def whole_point() -> tuple[float, float]:
         """(seconds for the whole point as `llmbench run` does it, its batch_latency_s)"""
         t0 = time.perf_counter()
-        rec = base_record(point, "overhead", model, LlamaCppBackend)
-        run_point(be, point, rec)
+        rec = base_record(point, "overhead", model, type(be))
+        t1 = time.perf_counter()
+        run_point(be, point, rec, on_repeat=lambda: None)  # as the CLI's progress bar is told
+        t2 = time.perf_counter()
         attach_roofline(rec)
+        t3 = time.perf_counter()
         store.write(rec)
-        return time.perf_counter() - t0, rec.metrics["batch_latency_s"].mean
-
-    from llmbench.measure.contention import busy_cpu_s
-    from llmbench.measure.power import EnergyMeter, open_meter
-    from llmbench.kinds.inference.offline import run_offline
+        t4 = time.perf_counter()
+        lat = rec.metrics["batch_latency_s"].mean
+        for k, dt in zip(parts, (t1 - t0, t2 - t1 - lat, t3 - t2, t4 - t3)):
+            parts[k].append(dt)
+        last["record"] = rec
+        return t4 - t0, lat
 
     def window(meter) -> float:
         """batch_latency_s of the offline workload with this meter (observers as given)."""
         metrics, _ = run_offline(be, point, meter)
         return metrics["batch_latency_s"].mean
 
-    ll, llm = be._ll, be.llm
-    prompt = make_prompts(be, 1, a.input_len, 0, 0)[0]
-    hl = ll.Llama(str(be.path), n_ctx=a.input_len + a.output_len + 16, n_threads=be.n_threads,
-                  verbose=False)
-    meter = open_meter(point.device, 1)
-    times: dict[str, list[float]] = {k: [] for k in
-                                     ("whole", "window", "no watch", "no observers", "direct", "generate")}
+    periods_ms = [float(x) for x in a.sampler_ms.split(",") if x.strip()]
+    samplers = {f"sampler {ms:g} ms": sampler_meter(point.device, ms / 1e3) for ms in periods_ms}
+    bare = open_meter(point.device, 1)
+    variants: dict[str, Callable[[], float]] = {
+        "no watch": lambda: window(bare),
+        "no observers": lambda: window(EnergyMeter("off for the benchmark")),
+        **{k: (lambda m=m: window(m)) for k, m in samplers.items()},
+        **directs}
+    times: dict[str, list[float]] = {k: [] for k in ("whole", "window", *variants)}
 
     def one(k: str) -> None:
         if k == "whole":
             w, lat = whole_point()
             times["whole"].append(w)
             times["window"].append(lat)
-        elif k == "no watch":
-            times[k].append(window(meter))
-        elif k == "no observers":
-            times[k].append(window(EnergyMeter("off for the benchmark")))
-        elif k == "direct":
-            times[k].append(direct_lowlevel(llm, ll, be.ctx, prompt, a.output_len, be.vocab_size))
         else:
-            times[k].append(direct_highlevel(hl, prompt, a.output_len))
+            times[k].append(variants[k]())
 
-    order = ["whole", "no watch", "no observers", "direct", "generate"]
-    for k in order:  # warm-up every path once
+    order = ["whole", *variants]
+    for k in order:  # warm-up every path once (compiles the fast path)
         one(k)
-    for v in times.values():
+    for v in (*times.values(), *parts.values()):
         v.clear()
     rng = np.random.default_rng(a.seed)
     load0, busy0, own0, t0 = os.getloadavg()[0], busy_cpu_s(), time.process_time(), time.perf_counter()
+    steal0 = steal_cpu_s()
     for _ in range(a.repeats):
         for i in rng.permutation(len(order)):
             one(order[i])
     wall, busy, own = time.perf_counter() - t0, busy_cpu_s() - busy0, time.process_time() - own0
+    steal = (steal_cpu_s() - steal0) / (wall * (os.cpu_count() or 1))
     be.close()
     other = max(busy - own, 0.0) / (wall * (os.cpu_count() or 1))
     med = statistics.median
-    print(f"llama.cpp, SmolLM2-135M Q4_1, batch 1, in {a.input_len}, out {a.output_len}, "
-          f"{a.repeats} repeats (variants in random order each), {be.n_threads} threads, "
-          f"energy meter: {meter.source}")
+    print(f"{a.engine}, {model.name} ({'random weights' if model.synthetic_weights else model.source}), "
+          f"{point.device}, batch 1, in {a.input_len}, out {a.output_len}, {a.repeats} repeats "
+          f"(variants in random order each), energy meter: {bare.source}"
+          + (f", {be.n_threads} threads" if hasattr(be, "n_threads") else "")
+          + (", fast path (static cache + compile)" if a.fast else ""))
     print(f"contention: other processes used {other:.1%} of the machine's CPU during the run; "
-          f"load average {load0:.2f} -> {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores"
+          f"load average {load0:.2f} -> {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
+          f"the hypervisor stole {steal:.1%} of the CPU time"
           + ("  (CONTENDED: ratios are not trustworthy)" if other > 0.10 else ""))
-    for k, label in (("whole", "llmbench whole point (as paid)"), ("window", "llmbench batch_latency_s"),
-                     ("no watch", "  window without contention watch"),
-                     ("no observers", "  window without any observer"),
-                     ("direct", "direct low-level loop"), ("generate", "direct Llama.generate")):
-        print(f"  {label:34s} median {med(times[k]) * 1e3:8.2f} ms")
-    for k, goal in (("window", 1.01), ("whole", 1.02), ("no watch", None), ("no observers", None),
-                    ("generate", None)):
+    print("observers in the record: " + "; ".join(f"{k}: {v}" for k, v in last["record"].observers.items()))
+    labels = {"whole": "llmbench whole point (as paid)", "window": "llmbench batch_latency_s",
+              "no watch": "  window, energy meter only", "no observers": "  window without any observer",
+              "direct": "direct (no llmbench)", "generate": "direct Llama.generate"}
+    for k in times:
+        print(f"  {labels.get(k, '  window, ' + k):34s} median {med(times[k]) * 1e3:8.2f} ms")
+    for k in times:
+        if k == "direct":
+            continue
+        goal = {"window": 1.01, "whole": 1.02}.get(k)
         gm, lo, hi, m, mlo, mhi = ratio_stats(times[k], times["direct"], rng)
         name = {"window": "batch_latency_s", "whole": "whole point"}.get(k, k)
         print(f"ratio {name:16s}/ direct = {gm:.4f} [95% CI {lo:.4f}, {hi:.4f}]  "
-              f"median {m:.4f} [{mlo:.4f}, {mhi:.4f}]" + (f"  goal <= {goal}" if goal else ""))
+              f"median {m:.4f} [{mlo:.4f}, {mhi:.4f}]"
+              + (f"  goal <= {goal}: {'met' if hi <= goal else 'not shown'}" if goal else ""))
     book = [w - lat for w, lat in zip(times["whole"], times["window"])]
-    print(f"bookkeeping per point (whole - batch_latency_s): median {med(book) * 1e3:.1f} ms")
-    for k in ("no watch", "no observers"):
-        gm, lo, hi, *_ = ratio_stats(times["window"], times[k], rng)
-        print(f"observer cost: window / {k} = {gm:.4f} [95% CI {lo:.4f}, {hi:.4f}]")
+    print(f"bookkeeping per point (whole - batch_latency_s): median {med(book) * 1e3:.1f} ms "
+          f"(goal <= 10 ms); of it: " + ", ".join(f"{k} {med(v) * 1e3:.2f} ms" for k, v in parts.items()))
+    for k in times:
+        if k in ("window", "no observers") or k not in variants or k in directs:
+            continue
+        gm, lo, hi, *_ = ratio_stats(times[k], times["no observers"], rng)
+        print(f"observer cost: {k} / no observers = {gm:.4f} [95% CI {lo:.4f}, {hi:.4f}]")
+    gm, lo, hi, *_ = ratio_stats(times["window"], times["no observers"], rng)
+    print(f"observer cost: batch_latency_s (the record's observers) / no observers = {gm:.4f} "
+          f"[95% CI {lo:.4f}, {hi:.4f}]")
+    for k, m in samplers.items():
+        if (cpu_s := m.wake_cpu_s()) is not None:
+            print(f"{k} ({m.source}): the thread's CPU per wake-up {cpu_s * 1e6:.0f} us, "
+                  f"{cpu_s / m.SAMPLE_PERIOD_S:.3%} of the window's time")
+    if a.dump:
+        with open(a.dump, "w") as f:
+            json.dump({"times_s": times, "bookkeeping_parts_s": parts}, f)
+
+
+def steal_cpu_s() -> float:
+    """CPU-seconds the hypervisor gave to other guests while ours wanted them (0 on bare metal)."""
+    import psutil
+
+    return getattr(psutil.cpu_times(), "steal", 0.0)
 
 
 def ratio_stats(a: list[float], b: list[float], rng) -> tuple[float, ...]:

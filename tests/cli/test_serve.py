@@ -61,6 +61,12 @@ def test_two_concurrencies_give_two_records_with_all_metrics(tmp_path, capsys):
         assert r.workload["input_len"] == 16 and r.workload["output_len"] == 8
         assert r.backend.options["served_model"] == "fault-model"   # from GET /v1/models
         assert r.env["python"] and r.power["available"] in (True, False)
+        # what ran in the client beside the load: the /metrics scraper's thread and the
+        # progress line (the server's hardware is not this machine's: no meter, no counters)
+        assert r.observers == {
+            "server_metrics": "the server's /metrics fetched every 1 s by a thread of the client "
+                              "during the window",
+            "progress": "told before each level's window opened, nothing inside it"}
         # the server's hardware is not known here: counters absent with the reason (measure/gpm.py)
         assert set(r.hardware_counters) == {"absent"} and r.hardware_counters["absent"]
         # closed loop: never more in flight than the concurrency, and requests of >= 24 ms
@@ -230,6 +236,7 @@ def test_without_server_metrics_the_record_says_why(tmp_path, capsys):
     assert "HTTP 404" in a.serving["server_metrics"]["reason"]
     assert any(n.startswith("no server metrics:") for n in a.notes)
     assert "--no-server-metrics" in b.serving["server_metrics"]["reason"]
+    assert "server_metrics" in a.observers and "server_metrics" not in b.observers
 
 
 # -- trace replay (issue 13 item 3) ------------------------------------------------------------------

@@ -210,3 +210,49 @@ def test_a_point_run_next_to_a_busy_process_is_flagged(detached_busy, monkeypatc
     assert c["windows"] == 2 and c["other_cpu_s"] > 0 and c["contended"]
     assert any(n.startswith("contended: other processes used") for n in rec.notes)
     assert rec.env["git_sha"] and rec.env["git_sha_source"]
+
+
+def test_descendants_from_proc_match_psutil_and_leave_siblings_out():
+    from llmbench.measure.contention import proc_descendants, psutil_descendants
+
+    # a launcher with two children, as torchrun with two ranks: each rank alone is not the
+    # other's, the launcher's tree holds both
+    tree = ("import subprocess, sys, time\n"
+            "kids = [subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)']) for _ in range(2)]\n"
+            "print(' '.join(str(k.pid) for k in kids), flush=True)\n"
+            "time.sleep(30)\n")
+    launcher = subprocess.Popen([sys.executable, "-c", tree], stdout=subprocess.PIPE, text=True)
+    try:
+        a, b = map(int, launcher.stdout.readline().split())
+        assert proc_descendants(launcher.pid) == psutil_descendants(launcher.pid) == {launcher.pid, a, b}
+        assert own_pids(a) == {a} and b not in own_pids(a)
+        assert {launcher.pid, a, b} <= own_pids()  # all are this test's descendants
+    finally:
+        for p in psutil.Process(launcher.pid).children():
+            p.kill()
+        launcher.kill()
+        launcher.wait()
+
+
+def test_without_children_lists_in_proc_psutil_answers(tmp_path):
+    from llmbench.measure.contention import proc_descendants
+
+    (tmp_path / "42" / "task" / "42").mkdir(parents=True)  # a kernel without CONFIG_PROC_CHILDREN
+    with pytest.raises(OSError):
+        proc_descendants(42, proc=str(tmp_path))
+    (tmp_path / "42" / "task" / "42" / "children").write_text("43 ")
+    (tmp_path / "43" / "task" / "43").mkdir(parents=True)
+    (tmp_path / "43" / "task" / "43" / "children").write_text("")
+    (tmp_path / "43" / "task" / "44").mkdir()  # a thread that ended: no children file
+    assert proc_descendants(42, proc=str(tmp_path)) == {42, 43}
+
+
+def test_a_watch_rooted_elsewhere_counts_that_tree_as_ours(detached_busy):
+    # under torchrun rank 0 roots its watch at the launcher, whose other ranks are not its own
+    # descendants: here the busy process stands for such a sibling
+    w = ContentionWatch.for_device("cpu", root_pid=detached_busy.pid)
+    c0 = sum(detached_busy.cpu_times()[:2])
+    with w.window():
+        time.sleep(1.0)
+    busy_cpu_s = sum(detached_busy.cpu_times()[:2]) - c0
+    assert busy_cpu_s > 0.05 and w.own_cpu_s >= 0.9 * busy_cpu_s

@@ -237,3 +237,11 @@ def test_every_inference_record_carries_its_counters(monkeypatch):
     row = flat_row(rec2.model_dump(mode="json"))
     assert row["throttled"] is True and row["gpu_dram_bw_util_pct"] == 0.0
     assert any(n.startswith("throttled:") for n in rec2.notes)
+
+
+def test_observer_says_what_is_read_around_the_window():
+    assert "GPM samples, clocks" in watch(fake_nvml(2)).observer()
+    assert "GPU(s) [0, 1] read before and after the window" in watch(fake_nvml(2)).observer()
+    unsupported = watch(fake_nvml(1, supported=False), 1).observer()
+    assert unsupported.startswith("NVML clocks,") and "GPM" not in unsupported
+    assert CounterWatch.for_device("cpu").observer() is None  # reads nothing: not an observer

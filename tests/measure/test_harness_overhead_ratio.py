@@ -34,3 +34,16 @@ def test_t_interval_on_log_ratios():
     assert math.isclose(lo, math.exp(0.015 - half)) and math.isclose(hi, math.exp(0.015 + half))
     assert math.isclose(med, math.exp(0.015))  # median of the four logs
     assert math.exp(0.0) <= mlo <= med <= mhi <= math.exp(0.03)  # bootstrap within the data
+
+
+def test_sampler_variant_prices_the_thread_with_a_free_reading_on_the_cpu():
+    from llmbench.measure.power import SAMPLED
+
+    m = harness_overhead.sampler_meter("cpu", 0.005)  # no RAPL power reading: the stand-in
+    assert m.source.startswith("probe") and m.sampling == "dense"
+    with m.window() as w:
+        import time
+
+        time.sleep(0.05)
+    assert m.sampled == {0.005: 1} and w.power_samples_w and set(w.power_samples_w) == {0.0}
+    assert w.method == SAMPLED and w.energy_j == 0.0

@@ -49,7 +49,7 @@ def nvml(monkeypatch):
 def test_nvml_counter_sums_devices_in_joules(nvml, monkeypatch):
     nvml(energy_mj={0: 5_000, 3: 7_000})
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,3")
-    m = open_meter("cuda", 2)
+    m = open_meter("cuda", 2, sampling="dense")
     assert isinstance(m, NvmlMeter) and m.indices == [0, 3]
     with m.window(sample_period_s=0.01) as w:
         time.sleep(0.2)
@@ -137,3 +137,49 @@ def test_open_meter_without_readable_rapl(tmp_path):
     (tmp_path / "intel-rapl:0" / "energy_uj").write_text("not a number")
     m = open_meter("cpu", powercap=tmp_path)
     assert type(m) is EnergyMeter and not m.available and "RAPL" in m.describe()["reason"]
+
+
+def test_sampling_period_follows_the_counter(nvml):
+    nvml(energy_mj={0: 0})
+    auto, dense, off = (open_meter("cuda:0", sampling=s) for s in ("auto", "dense", "off"))
+    reading = 12.5
+    # the counter works: the profile adds nothing but a backup for a failed closing read
+    assert auto.sample_period_s(reading) == EnergyMeter.BACKUP_PERIOD_S == 1.0
+    assert auto.sample_period_s(None) == EnergyMeter.SAMPLE_PERIOD_S == 0.05  # no counter
+    assert auto.sample_period_s(None, 0.01) == 0.01
+    assert dense.sample_period_s(reading) == 0.05 and off.sample_period_s(None) is None
+    assert auto.describe()["sampling"] == "auto"
+    with pytest.raises(ValueError):
+        EnergyMeter(sampling="sometimes")
+
+
+def test_a_meter_without_a_power_reading_runs_no_thread(tmp_path):
+    d = tmp_path / "intel-rapl:0"
+    d.mkdir()
+    (d / "energy_uj").write_text("1000")
+    m = open_meter("cpu", powercap=tmp_path, sampling="dense")
+    assert isinstance(m, RaplMeter) and m.sample_period_s(None) is None  # RAPL gives energy only
+    with m.window():
+        pass
+    assert not m.sampled
+    assert m.observer() == ("rapl: energy counter read at both ends of the window; no sampling "
+                            "thread (sampling=dense)")
+
+
+def test_observer_names_the_periods_its_windows_sampled_at(nvml):
+    # the counter fails after the probe and one window: that window samples as a backup, the
+    # next one densely (its energy comes from the samples)
+    nvml(energy_mj={0: 0}, counter_fails_after=3)
+    m = open_meter("cuda:0")
+    with m.window(sample_period_s=0.01):
+        pass
+    with m.window(sample_period_s=0.01) as w:
+        time.sleep(0.05)
+    assert w.method == SAMPLED and w.power_samples_w
+    assert m.sampled == {1.0: 1, 0.01: 1}
+    assert m.observer() == ("nvml: energy counter read at both ends of the window; power sampled "
+                            "by a thread inside it every 10 ms in 1 window(s), every 1000 ms in "
+                            "1 window(s) (sampling=auto)")
+    m.reset()
+    assert not m.sampled and not m.used
+    assert m.observer().endswith("no sampling thread (sampling=auto)")

@@ -219,6 +219,15 @@ class CounterWatch:
                         m = self.min_sm_clock[g]
                         self.min_sm_clock[g] = c if m is None else min(m, c)
 
+    def observer(self) -> str | None:
+        """What the watch does around a measured window (a record's `observers`); None when it
+        reads nothing (no GPU, no NVML)."""
+        if self.absent is not None or not self.handles:
+            return None
+        gpm = "GPM samples, " if self.gpm else ""
+        return (f"NVML {gpm}clocks, clock-event reasons and temperature of GPU(s) {self.indices} "
+                "read before and after the window, nothing inside it")
+
     # -- the record's section --------------------------------------------------------------
     def result(self) -> dict[str, Any]:
         if self.absent is not None:

@@ -1,7 +1,8 @@
 """Power and energy over a measured window.
 
 NVIDIA: NVML's total-energy counter (mJ, read at both ends of the window) summed over every
-device the run used, plus power sampled in a thread (mW -> W) for the profile. CPU: Linux RAPL
+device the run used, plus power sampled in a thread (mW -> W): every 50 ms when the counter is
+missing, every second as a backup while it works (EnergyMeter.sampling). CPU: Linux RAPL
 package counters when readable (a counter that wrapped inside the window is unwrapped with its
 max_energy_range_uj). Anywhere else the meter says why it is unavailable; a missing reading is
 recorded as absent, never as zero.
@@ -53,20 +54,41 @@ class EnergyWindow:
 class EnergyMeter:
     source = "none"
     available = False
+    reads_power = False  # has an instantaneous power reading (_power_w) to sample
 
-    def __init__(self, reason: str = "no power meter on this device"):
+    # The sampling thread wakes inside the measured window and takes the GIL from the engine's
+    # Python loop. Its samples only matter when the counter gives no energy, so it samples
+    # densely only then ("auto"); while the counter works it takes a sparse backup, in case the
+    # counter's closing read fails. "dense" samples every window densely, "off" never.
+    SAMPLE_PERIOD_S = 0.05   # dense: the window's energy comes from these samples
+    BACKUP_PERIOD_S = 1.0    # auto, counter working: a few samples for a failed closing read
+    SAMPLING = ("auto", "dense", "off")
+
+    def __init__(self, reason: str = "no power meter on this device", sampling: str = "auto"):
+        if sampling not in self.SAMPLING:
+            raise ValueError(f"sampling {sampling!r} is not one of {self.SAMPLING}")
         self.reason = reason
+        self.sampling = sampling
         self.used: Counter[str] = Counter()  # windows per method actually used
-
-    SAMPLE_PERIOD_S = 0.05  # the power profile's sampling period (a thread, inside the window)
+        self.sampled: Counter[float] = Counter()  # windows per sampling period (s) used
 
     def observer(self) -> str | None:
-        """What this meter does while a window is measured (a record's `observers`); None
-        when it does nothing there."""
+        """What this meter did while its windows were measured (a record's `observers`);
+        None when it did nothing there."""
         if not self.available:
             return None
-        return (f"{self.source}: energy counter read at both ends of the window; power sampled "
-                f"every {self.SAMPLE_PERIOD_S * 1000:.0f} ms by a thread inside it")
+        counter = "energy counter read at both ends of the window"
+        if not self.sampled:
+            return f"{self.source}: {counter}; no sampling thread (sampling={self.sampling})"
+        periods = ", ".join(f"every {period * 1000:.0f} ms in {n} window(s)"
+                            for period, n in sorted(self.sampled.items()))
+        return f"{self.source}: {counter}; power sampled by a thread inside it {periods} " \
+               f"(sampling={self.sampling})"
+
+    def reset(self) -> None:
+        """Forget the windows so far (a serving session measures many points)."""
+        self.used.clear()
+        self.sampled.clear()
 
     def describe(self) -> dict:
         return {"available": self.available, "source": self.source,
@@ -94,23 +116,35 @@ class EnergyMeter:
     def _power_w(self) -> float | None:
         return None
 
+    def sample_period_s(self, opening_read, dense_s: float | None = None) -> float | None:
+        """The sampling thread's period for a window whose counter read `opening_read` at its
+        start; None: no thread."""
+        if not (self.available and self.reads_power) or self.sampling == "off":
+            return None
+        dense_s = dense_s or self.SAMPLE_PERIOD_S
+        if self.sampling == "dense" or opening_read is None:
+            return dense_s
+        return max(self.BACKUP_PERIOD_S, dense_s)
+
     @contextmanager
     def window(self, sample_period_s: float | None = None):
-        sample_period_s = sample_period_s or self.SAMPLE_PERIOD_S
+        """sample_period_s: the dense sampling period (SAMPLE_PERIOD_S unless given)."""
         w = EnergyWindow()
         stop = threading.Event()
+        e0 = self._read()
+        period = self.sample_period_s(e0, sample_period_s)
 
         def sample():
-            while not stop.wait(sample_period_s):
+            while not stop.wait(period):
                 p = self._power_w()
                 if p is not None:
                     w.power_samples_w.append(p)
 
         th = None
-        if self.available:
+        if period is not None:
             th = threading.Thread(target=sample, daemon=True)
             th.start()
-        e0 = self._read()
+            self.sampled[period] += 1
         w.t_start = time.perf_counter()
         try:
             yield w
@@ -133,13 +167,14 @@ class EnergyMeter:
 class NvmlMeter(EnergyMeter):
     source = "nvml"
     available = True
+    reads_power = True
 
-    def __init__(self, indices: list[int]):
+    def __init__(self, indices: list[int], sampling: str = "auto"):
         import pynvml
 
         self._nvml = pynvml
         pynvml.nvmlInit()
-        super().__init__("")
+        super().__init__("", sampling)
         self.indices = indices
         self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in indices]
         self.has_counter = True
@@ -153,7 +188,7 @@ class NvmlMeter(EnergyMeter):
         # before any window: the method it will try; after: the ones it used (_methods)
         return {"available": True, "source": "nvml",
                 "method": COUNTER if self.has_counter else SAMPLED,
-                "devices": self.indices, **self._methods()}
+                "devices": self.indices, "sampling": self.sampling, **self._methods()}
 
     def _read_j(self) -> float | None:
         if not self.has_counter:
@@ -175,8 +210,8 @@ class RaplMeter(EnergyMeter):
     source = "rapl"
     available = True
 
-    def __init__(self, files: list[Path]):
-        super().__init__("")
+    def __init__(self, files: list[Path], sampling: str = "auto"):
+        super().__init__("", sampling)
         self.files = files
         self.ranges_uj = [_int_or_none(f.with_name("max_energy_range_uj")) for f in files]
 
@@ -224,11 +259,12 @@ def visible_cuda_indices(device: str, count: int = 1) -> list[int]:
     return logical
 
 
-def open_meter(device: str, count: int = 1,
-               powercap: Path = Path("/sys/class/powercap")) -> EnergyMeter:
+def open_meter(device: str, count: int = 1, powercap: Path = Path("/sys/class/powercap"),
+               sampling: str = "auto") -> EnergyMeter:
+    """The device's meter; `sampling` as EnergyMeter.SAMPLING (the power-sampling thread)."""
     if device.startswith("cuda"):
         try:
-            return NvmlMeter(visible_cuda_indices(device, count))
+            return NvmlMeter(visible_cuda_indices(device, count), sampling)
         except Exception as e:  # no driver, no pynvml
             return EnergyMeter(f"NVML unavailable: {e}")
     # package domains only (intel-rapl:N); sub-domains (intel-rapl:N:M) are inside them
@@ -236,5 +272,5 @@ def open_meter(device: str, count: int = 1,
                    if Path(p).parent.name.count(":") == 1)
     readable = [f for f in files if _int_or_none(f) is not None]
     if readable:
-        return RaplMeter(readable)
+        return RaplMeter(readable, sampling)
     return EnergyMeter("no readable power meter for the CPU (RAPL absent or not permitted)")

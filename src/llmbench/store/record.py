@@ -89,7 +89,9 @@ class Record(Open):
     observers: dict[str, str] = Field(
         default_factory=dict,
         description="what ran beside the engine during the point's measured window, and how "
-                    "(energy meter, contention watch): name -> what it did")
+                    "(energy, contention, hardware_counters, progress, timelines, "
+                    "server_metrics; measure/observers.py): name -> what it did; one that "
+                    "did nothing in or around the window is left out")
     env: dict[str, Any] = Field(default_factory=dict)
     spec: dict[str, Any] | None = Field(None, description="the point as run, for resume")
     definitions_version: str | None = Field(

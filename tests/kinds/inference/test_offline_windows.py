@@ -148,11 +148,13 @@ def test_record_names_the_observers_that_ran(monkeypatch):
     p = point(repeats=1, energy_min_window_s=0)
     monkeypatch.setattr(runner, "open_meter", lambda device, count=1: WattMeter())
     with_meter = runner.run_point(SlowReturn(p), p, rec())
-    assert set(with_meter.observers) == {"energy", "contention"}
-    assert with_meter.observers["energy"].startswith(f"{WattMeter.source}: ")
-    assert "every 50 ms by a thread" in with_meter.observers["energy"]
+    assert set(with_meter.observers) == {"energy", "contention", "timelines"}
+    # a counter without a power reading: read at the window's ends, no thread inside it
+    assert with_meter.observers["energy"] == (f"{WattMeter.source}: energy counter read at both "
+                                              "ends of the window; no sampling thread (sampling=auto)")
     assert "nothing inside it" in with_meter.observers["contention"]
     monkeypatch.setattr(runner, "open_meter", lambda device, count=1: EnergyMeter("none here"))
-    without = runner.run_point(SlowReturn(p), p, rec())
-    assert set(without.observers) == {"contention"}  # no meter: no sampler thread ran
+    without = runner.run_point(SlowReturn(p), p, rec(), on_repeat=lambda: None)
+    # no meter: no sampler thread ran; a progress callback was told between repeats
+    assert set(without.observers) == {"contention", "timelines", "progress"}
     assert Record.model_validate_json(with_meter.model_dump_json()).observers == with_meter.observers

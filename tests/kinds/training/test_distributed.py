@@ -30,6 +30,8 @@ def test_ddp_two_processes_with_grad_accum(tmp_path):
     assert one.status == "ok", one.error
     (two,) = [r for r in Store(tmp_path).records() if r.run_id == "task-1"]
     assert two.workload["parallel"] == "ddp" and two.workload["nproc"] == 2
+    # rank 0 watched the machine around its timed steps, the other rank counted as its own
+    assert "contention" in two.observers and two.env["contention"]["windows"] == 1
     assert two.workload["tokens_per_step"] == 2 * 2 * 32 * 2
     assert two.metric("tokens_per_s_per_device") == pytest.approx(two.metric("tokens_per_s") / 2)
     eff = two.metric("scaling_efficiency")

@@ -16,6 +16,7 @@ from llmbench.measure import env as envmod
 from llmbench.measure.contention import ContentionWatch, WatchedMeter
 from llmbench.measure.gpm import CountedMeter, CounterWatch
 from llmbench.measure.gpm import attach as gpm_attach
+from llmbench.measure.observers import PROGRESS, TIMELINES, observers
 from llmbench.measure.power import open_meter
 from llmbench.measure.stats import summarize
 from llmbench.models.sources import ModelRef, resolve
@@ -122,15 +123,18 @@ def run_point(backend, point: Point, rec: Record, on_repeat=None) -> Record:
     from llmbench.kinds.inference.perplexity import run_perplexity
 
     watch = ContentionWatch.for_device(point.device, backend.device_count())
+    counters = CounterWatch.for_device(point.device, backend.device_count())
     meter = CountedMeter(WatchedMeter(open_meter(point.device, backend.device_count()), watch),
-                         CounterWatch.for_device(point.device, backend.device_count()))
-    if point.workload == "perplexity":
-        metrics, notes = run_perplexity(backend, point, meter)
-    else:
+                         counters)
+    offline = point.workload != "perplexity"
+    if offline:
         metrics, notes = run_offline(backend, point, meter, on_repeat=on_repeat)
+    else:
+        metrics, notes = run_perplexity(backend, point, meter)
     rec.power = meter.describe()  # after the windows: it names the method they actually used
-    rec.observers.update({k: v for k, v in (("energy", meter.observer()),
-                                            ("contention", watch.observer())) if v})
+    rec.observers.update(observers(meter, watch, counters,
+                                   progress=PROGRESS if offline and on_repeat else None,
+                                   timelines=TIMELINES if offline else None))
     rec.metrics.update(metrics)
     rec.notes.extend(notes)
     gpm_attach(rec, meter.take())

@@ -127,6 +127,7 @@ class ServingSession:
         if self.progress:
             self.progress(sch.label())
         self.meter.counters.reset()  # this point's windows only
+        self.meter.reset()
         res, metrics, serving, notes = _measure(self.cfg, self.target, self.url, self.served, sch,
                                                 mine, self.tok, self.meter, watch, self.warmup_specs)
         rec = self.record(key, run_id, sch, mine, len(res.sent))
@@ -138,14 +139,23 @@ class ServingSession:
         rec.error = f"every request failed: {serving['errors_by_kind']}" if bad else None
         rec.metrics, rec.serving = metrics, serving
         rec.power = self.meter.describe()
-        if (energy := self.meter.observer()) is not None:
-            rec.observers["energy"] = energy
+        rec.observers.update(self.observers())
         rec.notes.extend(notes)
         from llmbench.measure.gpm import attach as gpm_attach
 
         gpm_attach(rec, self.meter.take())
         _annotate(rec)
         return rec
+
+    def observers(self) -> dict[str, str]:
+        """What ran in this client process beside the load during a level's window."""
+        from llmbench.measure.observers import observers
+
+        scrape = (f"the server's /metrics fetched every {self.cfg.metrics_interval_s:g} s by a "
+                  "thread of the client during the window") if self.cfg.server_metrics else None
+        return observers(self.meter, counters=self.meter.counters, server_metrics=scrape,
+                         progress="told before each level's window opened, nothing inside it"
+                         if self.progress else None)
 
     def search(self, key: str, run_id: str) -> Iterator:
         """Bisect on the request rate (loadgen/capacity.py), yielding one record per rate walked,

@@ -197,12 +197,16 @@ def run(p: TrainPoint) -> dict[str, Any]:
         losses.append(step(i))
     sync()
 
+    from llmbench.measure.contention import ContentionWatch, WatchedMeter
+    from llmbench.measure.gpm import CountedMeter, CounterWatch
     from llmbench.measure.power import open_meter
 
-    from llmbench.measure.gpm import CountedMeter, CounterWatch
-
-    meter = CountedMeter(open_meter(str(device), world), CounterWatch.for_device(str(device), world)) \
-        if rank == 0 else None
+    meter = None
+    if rank == 0:
+        # under torchrun the other ranks are ours too: they are the launcher's children
+        watch = ContentionWatch.for_device(str(device), world, os.getppid() if world > 1 else None)
+        meter = CountedMeter(WatchedMeter(open_meter(str(device), world), watch),
+                             CounterWatch.for_device(str(device), world))
     times = []
     with (meter.window() if meter else contextlib.nullcontext()) as win:
         for i in range(p.warmup, p.warmup + p.steps):
@@ -251,7 +255,11 @@ def run(p: TrainPoint) -> dict[str, Any]:
         "measured_peak": measured, "notes": notes, "wall_s": wall_s, "optimizer": optimizer,
     }
     if meter is not None:
+        from llmbench.measure.observers import observers
+
         out["power"] = meter.describe()
+        out["observers"] = observers(meter, watch, meter.counters)
+        out["contention"] = watch.result()
         out["hardware_counters"] = meter.take()
         if win is not None and win.energy_j is not None:
             out["energy_j"] = win.energy_j

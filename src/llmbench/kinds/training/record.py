@@ -112,6 +112,11 @@ def fill(rec: Record, p: TrainPoint, r: dict[str, Any], torch_version: str | Non
     rec.workload = workload_fields(p, r)
     rec.metrics.update(m)
     rec.power = r.get("power") or {"available": False, "reason": "no meter opened"}
+    rec.observers.update(r.get("observers") or {})
+    if (contention := r.get("contention")) is not None:
+        rec.env = {**rec.env, "contention": contention}  # env may be shared by the kind's records
+        if contention["contended"]:
+            notes.append("contended: " + "; ".join(contention["reasons"]))
     rec.notes.extend(notes)
     from llmbench.measure.gpm import attach as gpm_attach
 

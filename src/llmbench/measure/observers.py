@@ -1,0 +1,18 @@
+"""A record's `observers`: what ran beside the engine while its point was measured, and how
+(issue 24). An observer that did nothing in or around the measured windows is left out, so
+an empty entry never stands for "not recorded"."""
+
+from __future__ import annotations
+
+PROGRESS = "told after each repeat, once its window had closed; nothing inside a window"
+TIMELINES = ("a perf_counter stamp per token event, taken by the backend inside its decoding "
+             "loop (the measurement itself)")
+
+
+def observers(meter=None, watch=None, counters=None, **more: str | None) -> dict[str, str]:
+    """name -> what it did, for the energy meter, the contention watch, the hardware counters
+    and any others given by name (None: did not run)."""
+    found = {"energy": meter.observer() if meter is not None else None,
+             "contention": watch.observer() if watch is not None else None,
+             "hardware_counters": counters.observer() if counters is not None else None, **more}
+    return {name: what for name, what in found.items() if what}
