@@ -111,11 +111,12 @@ def _map_values(s: pd.Series, f) -> pd.Series:
 
 
 def enrich(df: pd.DataFrame) -> pd.DataFrame:
+    """The derived columns added to `df` in place (load's own frame, fresh from the index: a
+    copy of 100,000 rows cost 0.1 s of a cold open), and `df` returned."""
     if df.empty:
         for c in ["source", "kind", "status", *DERIVED, "hardware", "backend", "model"]:
             df[c] = pd.Series(dtype=object)
         return df
-    df = df.copy()
     tool = _col(df, "source_tool")
     # own | reference (the published study) | imported: TOOL (another benchmark tool's results)
     df["source"] = np.where(df["kind"] == "reference", "reference",
