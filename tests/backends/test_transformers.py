@@ -330,6 +330,27 @@ def test_compiled_step_on_cpu_matches_eager():
     assert fast.effective_options()["compile_mode"] == "default"
 
 
+def test_prepare_settles_a_compiled_prefill_with_three_untimed_calls():
+    """A CUDA-graph prefill compiles on its first call and records on its second: prepare() runs
+    three of the point's prompt shape, each on a reset cache, so no timed repeat holds them;
+    an eager prefill has nothing to settle."""
+    shape = dict(batch_size=2, input_len=5, output_len=3)
+    calls = []
+    for prefill in ("compiled", "eager"):
+        b = backend(TINY, options=EngineOptions(kv_cache="static", compile=True), **shape,
+                    backend_options={"compile_mode": "default", "prefill": prefill})
+        seen = []
+        real_reset, real_fn = b._cache.reset, b._prefill_fn
+        b._cache.reset = lambda: (seen.append("reset"), real_reset())[1]
+        b._prefill_fn = (lambda ids: seen.append(tuple(ids.shape)) or real_fn(ids)) \
+            if prefill == "compiled" else b._prefill
+        b.prepare(Point(backend="transformers", model=TINY, **shape,
+                        options=EngineOptions(kv_cache="static", compile=True)))
+        calls.append(seen)
+    assert calls[0] == ["reset", (2, 5)] * 3
+    assert calls[1] == []
+
+
 # -- the fast path on a GPU -----------------------------------------------------------------
 @pytest.mark.gpu
 @pytest.mark.engine

@@ -293,7 +293,7 @@ class TransformersBackend(Backend):
         first call and records its graph on the second, so without these the first timed
         repeat's TTFT held the recording (seen on an H200: 39.7 ms, then 8.6 ms). A prefill
         runs once per generation, unlike the decode step, which the warm-up repeats settle."""
-        if self._prefill_fn is self._prefill:
+        if self._prefill_fn == self._prefill:  # eager (`is` fails: each access binds anew)
             return
         torch = self._torch
         mark = getattr(torch.compiler, "cudagraph_mark_step_begin", None)
