@@ -61,7 +61,9 @@ def choose_parallel(p: TrainPoint, n_params: int, device) -> str:
     return "fsdp" if n_params * TRAIN_MEM_BYTES_PER_PARAM > 0.6 * free else "ddp"
 
 
-def run(p: TrainPoint) -> dict[str, Any]:
+def run(p: TrainPoint, around_steps=contextlib.nullcontext) -> dict[str, Any]:
+    """`around_steps`: a context manager factory entered around the timed steps only (a
+    profiler, benchmarks/train_kernel_profile.py); the point's timing is unchanged by it."""
     import torch
     import torch.distributed as dist
 
@@ -208,7 +210,7 @@ def run(p: TrainPoint) -> dict[str, Any]:
         meter = CountedMeter(WatchedMeter(open_meter(str(device), world), watch),
                              CounterWatch.for_device(str(device), world))
     times = []
-    with (meter.window() if meter else contextlib.nullcontext()) as win:
+    with (meter.window() if meter else contextlib.nullcontext()) as win, around_steps():
         for i in range(p.warmup, p.warmup + p.steps):
             t = time.perf_counter()
             losses.append(step(i))
