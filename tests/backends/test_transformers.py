@@ -330,25 +330,34 @@ def test_compiled_step_on_cpu_matches_eager():
     assert fast.effective_options()["compile_mode"] == "default"
 
 
-def test_prepare_settles_a_compiled_prefill_with_three_untimed_calls():
+def test_prepare_settles_a_compiled_prefill_once_per_shape_and_cache():
     """A CUDA-graph prefill compiles on its first call and records on its second: prepare() runs
     three of the point's prompt shape, each on a reset cache, so no timed repeat holds them;
-    an eager prefill has nothing to settle."""
-    shape = dict(batch_size=2, input_len=5, output_len=3)
-    calls = []
-    for prefill in ("compiled", "eager"):
-        b = backend(TINY, options=EngineOptions(kv_cache="static", compile=True), **shape,
-                    backend_options={"compile_mode": "default", "prefill": prefill})
+    once per prompt shape on one cache (a repeated point pays nothing again); an eager
+    prefill has nothing to settle."""
+    fast = EngineOptions(kv_cache="static", compile=True)
+
+    def prepare_counting(b, **shape):
         seen = []
         real_reset, real_fn = b._cache.reset, b._prefill_fn
         b._cache.reset = lambda: (seen.append("reset"), real_reset())[1]
-        b._prefill_fn = (lambda ids: seen.append(tuple(ids.shape)) or real_fn(ids)) \
-            if prefill == "compiled" else b._prefill
-        b.prepare(Point(backend="transformers", model=TINY, **shape,
-                        options=EngineOptions(kv_cache="static", compile=True)))
-        calls.append(seen)
-    assert calls[0] == ["reset", (2, 5)] * 3
-    assert calls[1] == []
+        if b._prefill_fn != b._prefill:
+            b._prefill_fn = lambda ids: seen.append(tuple(ids.shape)) or real_fn(ids)
+        b.prepare(Point(backend="transformers", model=TINY, options=fast, **shape))
+        b._cache.reset, b._prefill_fn = real_reset, real_fn
+        return seen
+
+    b = backend(TINY, options=fast, batch_size=2, input_len=5, output_len=3,
+                backend_options={"compile_mode": "default", "prefill": "compiled"})
+    assert prepare_counting(b, batch_size=2, input_len=5, output_len=3) == []  # settled by backend()
+    # the same cache (2 x 8 positions), a new prompt shape: three prefills of it
+    assert prepare_counting(b, batch_size=2, input_len=4, output_len=4) == ["reset", (2, 4)] * 3
+    # a new cache: the shapes settled on the old one are settled again (the resets counted
+    # are the old cache's, so only the prefills show)
+    assert prepare_counting(b, batch_size=2, input_len=4, output_len=6) == [(2, 4)] * 3
+    eager = backend(TINY, options=fast, batch_size=2, input_len=5, output_len=3,
+                    backend_options={"compile_mode": "default", "prefill": "eager"})
+    assert prepare_counting(eager, batch_size=2, input_len=4, output_len=4) == []
 
 
 # -- the fast path on a GPU -----------------------------------------------------------------
