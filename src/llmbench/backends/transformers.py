@@ -295,8 +295,9 @@ class TransformersBackend(Backend):
         first call and records its graph on the second, so without these the first timed
         repeat's TTFT held the recording (seen on an H200: 39.7 ms, then 8.6 ms). A prefill
         runs once per generation, unlike the decode step, which the warm-up repeats settle.
-        Once per shape and cache: a point repeated on the same cache pays nothing again (it
-        cost 33 ms a point on an H200, harness_overhead.py)."""
+        Once per shape and cache: a point repeated on the same cache pays nothing again (on an
+        H200 three prefills take ~25 ms, most of the 33 ms a point that harness_overhead.py
+        found outside the window)."""
         if self._prefill_fn == self._prefill or (batch, n_in) in self._settled:
             return  # eager (`==`: a bound method is a new object on each access), or settled
         self._settled.add((batch, n_in))
