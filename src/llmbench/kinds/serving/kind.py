@@ -31,6 +31,7 @@ from llmbench.kinds.base import Frozen, point_key
 from llmbench.kinds.serving.config import ServeConfig
 from llmbench.launch.failures import describe
 from llmbench.launch.kind import PointKind
+from llmbench.loadgen.preflight import safe_url
 from llmbench.store.record import Record
 
 
@@ -171,7 +172,8 @@ class ServingKind(PointKind):
                 self.on_launch(t.launch, srv)
             yield Target(url=srv.url, backend=t.launch, backend_version=srv.version,
                          backend_options={**srv.options, "startup_s": round(srv.startup_s, 2)},
-                         device=t.device, device_count=t.device_count, api_key=self.api_key)
+                         device=t.device, device_count=t.device_count, api_key=self.api_key,
+                         server_pid=srv.pid)
 
 
 def read_api_key(env_var: str, path: Path | None) -> str | None:
@@ -183,12 +185,3 @@ def read_api_key(env_var: str, path: Path | None) -> str | None:
             raise SpecError([("--api-key-file", f"cannot read {path}: {e.strerror}")]) from None
         return key or None
     return os.environ.get(env_var) or None
-
-
-def safe_url(url: str) -> str:
-    """The URL for the record: user:password@ in a URL is a credential, kept out."""
-    from urllib.parse import urlsplit
-
-    u = urlsplit(url)
-    host = u.hostname or ""
-    return f"{u.scheme}://{host}{':' + str(u.port) if u.port else ''}{u.path}"
