@@ -72,8 +72,9 @@ class ServePoint(Frozen):
     def key(self) -> str:
         # the config as a whole: a level's prompts are its slice of a pool sized by all levels
         # (nor how many warm-up requests went first: a point measured after 0 or 2 is one point;
-        # nor where the client ran, unless on Ray: the keys of local points stay what they were)
-        skip = {"use_uvloop", "metrics_interval_s", "warmup_requests"} | \
+        # nor where the client ran, unless on Ray: the keys of local points stay what they were;
+        # nor how the power was sampled: the record's `observers` say)
+        skip = {"use_uvloop", "metrics_interval_s", "warmup_requests", "power_sampling"} | \
             ({"executor"} if self.cfg.executor == "local" else set())
         cfg = self.cfg.model_dump(mode="json", exclude=skip)
         return point_key([self.target.identity(), cfg, self.index, self.search])

@@ -91,8 +91,8 @@ class ServingSession:
             self.meter = EnergyMeter("the server's hardware is not on this machine")
         else:
             self.hw = HardwareInfo(**hardware(target.device, target.device_count))
-            self.meter = open_meter(target.device, target.device_count) \
-                if target.device.startswith("cuda") else open_meter("cpu")
+            self.meter = open_meter(target.device, target.device_count, sampling=cfg.power_sampling) \
+                if target.device.startswith("cuda") else open_meter("cpu", sampling=cfg.power_sampling)
         from llmbench.measure.contention import WatchedMeter
         from llmbench.measure.gpm import CountedMeter, CounterWatch
 
