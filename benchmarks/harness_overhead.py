@@ -11,22 +11,42 @@ Both sides run greedy decoding of the same prompt (batch 1) on the same loaded m
             metrics, the roofline and writing the record to disk (base_record, run_point,
             attach_roofline, Store.write), with each part's time printed;
 - llmbench, batch_latency_s: the timed window inside that point (what the record reports);
-- the same window with observers changed, to price each: without the contention watch and
-  GPU counters (`no watch`), without any observer (`no observers`: no thread, no reads), and
-  with the power-sampling thread every P ms (`sampler P ms`; the device's own meter when it
-  reads power, NVML, else a stand-in whose reading costs nothing, so only the thread's
-  wake-ups are priced; a short period magnifies a cost too small to resolve at 50 ms).
-Every repeat runs each variant once, in a fresh random order (order effects and drift hit all
-alike). A ratio is computed pair by pair (variant_i / direct_i of the same repeat) and given as
-the geometric mean with its 95% t-interval over repeats (scipy), plus the median with a
-bootstrap 95% interval: a 1% effect is resolved when the interval is narrower than 1%.
-The machine's contention during the run is printed (other processes' share of the CPU, from
-measure/contention.busy_cpu_s less this process, and the load average): a contended run says so.
+- with --observers, the same window with observers changed, to price each: without the
+  contention watch and GPU counters (`no watch`), without any observer (`no observers`: no
+  thread, no reads), and with the power-sampling thread every P ms (`sampler P ms`; the
+  device's own meter when it reads power, NVML, else a stand-in whose reading costs nothing, so
+  only the thread's wake-ups are priced; a short period magnifies a cost too small to resolve
+  at 50 ms); and llama-cpp-python's `Llama.generate`.
+Order: each repeat runs every variant once, in a fresh random order, as an ABBA block beside the
+direct loop (direct, variant, variant, direct; mirrored every other repeat): each variant run
+has a direct run next to it in time, and a steady drift of the machine's speed and the order
+within a pair cancel in the block's ratio, log(variant / direct) = the mean of the block's two
+variant logs less the mean of its two direct logs. Both sides get the same warm-up (one run
+each) and the same statistic. The verdict is the Hodges-Lehmann estimate of the blocks'
+log-ratios with the signed-rank test's 95% interval (robust to a block slowed by other work,
+nearly as tight as the mean); the geometric mean with its t-interval is printed beside it. A
+1% effect is resolved when the interval's half-width is under 1%.
+Why this much: on this 2-core VM one run of the direct loop (~1 s) varies by 4-8% from the
+next with nothing else running (the host, not the guest: a single engine thread is no
+quieter), so the interval narrows only with the number of blocks (+-1.2-1.7% at 60 blocks,
++-0.7-0.9% at 160, ~11 min a run).
+Measured 2026-12-03 (llama.cpp SmolLM2-135M, 2 threads, in/out 64, `--repeats 160 --nice -10`,
+three runs): batch_latency_s / direct 1.0005 [0.9941, 1.0076], 0.9988 [0.9895, 1.0077],
+1.0008 [0.9922, 1.0099]; whole point / direct 1.0079 [1.0014, 1.0149], 1.0061 [0.9967, 1.0152],
+1.0078 [0.9991, 1.0170]; bookkeeping 6.1-7.0 ms a point. Runs 2 and 3 shared the machine (other
+processes 10% and 20% of the CPU; 9 and 18 blocks over 10%, kept): their geometric means moved
+to 0.9988 [0.9615, 1.0374] and 1.0224 [0.9866, 1.0595], the Hodges-Lehmann intervals stayed
+under +-1%.
+The machine's contention is printed for the run (other processes' share of the CPU, from
+measure/contention.busy_cpu_s less this process, the load average, the hypervisor's steal) and
+counted per block: blocks in which others used > CPU_SHARE_LIMIT are kept, or with
+--drop-contended left out, and their number is printed either way.
 Energy windows are not lengthened (energy_min_window_s=0): the extra untimed batches that
 would fill 2 s are a measurement choice, not overhead.
 Goals (issue 24): batch_latency_s / direct <= 1.01, whole point / direct <= 1.02.
 
-    .venv/bin/python benchmarks/harness_overhead.py [--input-len 64] [--output-len 64] [--repeats 40]
+    .venv/bin/python benchmarks/harness_overhead.py [--input-len 64] [--output-len 64] [--repeats 160] \\
+        [--nice -10] [--observers] [--drop-contended]
     # a GPU engine path (random weights from the catalog, as `llmbench run` builds them):
     .venv/bin/python benchmarks/harness_overhead.py --engine transformers --device cuda \\
         --model llama-3-8b --dtype bf16 --fast --repeats 30
@@ -177,7 +197,7 @@ def clock_reads(meter):
     return meter
 
 
-def main() -> None:
+def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     ap.add_argument("--engine", choices=("llamacpp", "transformers"), default="llamacpp")
     ap.add_argument("--model", default="tiny", help="transformers: a catalog model (random "
@@ -190,16 +210,60 @@ def main() -> None:
                     help="engine CPU threads (llama.cpp default: every core; transformers: torch's)")
     ap.add_argument("--input-len", type=int, default=64)
     ap.add_argument("--output-len", type=int, default=64)
-    ap.add_argument("--repeats", type=int, default=40)
+    ap.add_argument("--repeats", type=int, default=160,
+                    help="ABBA blocks per variant (each: 2 runs of the variant, 2 direct)")
+    ap.add_argument("--observers", action="store_true",
+                    help="also price each observer: windows without the watch, without any "
+                         "observer, with the power sampler (--sampler-ms); and Llama.generate")
     ap.add_argument("--sampler-ms", default="50,5",
-                    help="power-sampling periods to price, comma-separated ms ('' for none)")
+                    help="with --observers: power-sampling periods to price, comma-separated ms")
+    ap.add_argument("--nice", type=int, default=0,
+                    help="run at this niceness (negative: ahead of the machine's other work; "
+                         "both sides alike)")
+    ap.add_argument("--drop-contended", action="store_true",
+                    help="leave out blocks in which other processes used more than "
+                         "CPU_SHARE_LIMIT of the CPU (their count is printed)")
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--dump", help="write every variant's times (s) to this JSON file")
-    a = ap.parse_args()
+    ap.add_argument("--dump", help="write every block's times (s) to this JSON file")
+    return ap.parse_args(argv)
+
+
+def abba(variant: Callable[[], tuple[float, ...]], direct: Callable[[], float],
+         flip: bool) -> tuple[list[tuple[float, ...]], list[float]]:
+    """One block: direct, variant, variant, direct (or the mirror when flip), so each variant
+    run has a direct run beside it in time, and a linear drift and the order within a pair
+    cancel in the block's ratio."""
+    runs, directs = [], []
+    for is_variant in ((False, True, True, False) if not flip else (True, False, False, True)):
+        if is_variant:
+            runs.append(variant())
+        else:
+            directs.append(direct())
+    return runs, directs
+
+
+def block_ratio(runs: list[tuple[float, ...]], directs: list[float], col: int) -> float:
+    """log(variant / direct) of one block: the mean of its two variant runs' logs less the
+    mean of its two direct runs' logs."""
+    return (sum(math.log(r[col]) for r in runs) - sum(math.log(d) for d in directs)) / len(runs)
+
+
+def other_share(busy0: float, own0: float, t0: float) -> float:
+    """Other processes' share of the machine's CPU since (busy0, own0, t0)."""
+    from llmbench.measure.contention import busy_cpu_s
+
+    wall = time.perf_counter() - t0
+    return max(busy_cpu_s() - busy0 - (time.process_time() - own0), 0.0) / (wall * (os.cpu_count() or 1))
+
+
+def main() -> None:
+    a = parse_args()
+    if a.nice:
+        os.nice(a.nice)
 
     from llmbench.kinds.inference.kind import attach_roofline, base_record, run_point
     from llmbench.kinds.inference.offline import run_offline
-    from llmbench.measure.contention import busy_cpu_s
+    from llmbench.measure.contention import CPU_SHARE_LIMIT, busy_cpu_s
     from llmbench.measure.power import EnergyMeter, open_meter
     from llmbench.store import Store
 
@@ -227,87 +291,105 @@ def main() -> None:
         last["record"] = rec
         return t4 - t0, lat
 
-    def window(meter) -> float:
+    def window(meter) -> tuple[float]:
         """batch_latency_s of the offline workload with this meter (observers as given)."""
         metrics, _ = run_offline(be, point, meter)
-        return metrics["batch_latency_s"].mean
+        return (metrics["batch_latency_s"].mean,)
 
-    periods_ms = [float(x) for x in a.sampler_ms.split(",") if x.strip()]
-    samplers = {f"sampler {ms:g} ms": sampler_meter(point.device, ms / 1e3) for ms in periods_ms}
     bare = open_meter(point.device, 1)
-    variants: dict[str, Callable[[], float]] = {
-        "no watch": lambda: window(bare),
-        "no observers": lambda: window(EnergyMeter("off for the benchmark")),
-        **{k: (lambda m=m: window(m)) for k, m in samplers.items()},
-        **directs}
-    times: dict[str, list[float]] = {k: [] for k in ("whole", "window", *variants)}
+    direct = directs.pop("direct")
+    variants: dict[str, Callable[[], tuple[float, ...]]] = {"whole": whole_point}
+    samplers = {}
+    if a.observers:
+        periods_ms = [float(x) for x in a.sampler_ms.split(",") if x.strip()]
+        samplers = {f"sampler {ms:g} ms": sampler_meter(point.device, ms / 1e3) for ms in periods_ms}
+        variants |= {"no watch": lambda: window(bare),
+                     "no observers": lambda: window(EnergyMeter("off for the benchmark")),
+                     **{k: (lambda m=m: window(m)) for k, m in samplers.items()},
+                     **{k: (lambda f=f: (f(),)) for k, f in directs.items()}}
 
-    def one(k: str) -> None:
-        if k == "whole":
-            w, lat = whole_point()
-            times["whole"].append(w)
-            times["window"].append(lat)
-        else:
-            times[k].append(variants[k]())
-
-    order = ["whole", *variants]
-    for k in order:  # warm-up every path once (compiles the fast path)
-        one(k)
-    for v in (*times.values(), *parts.values()):
+    for f in variants.values():  # warm-up every path once (compiles the fast path)
+        f()
+    direct()
+    for v in parts.values():
         v.clear()
     rng = np.random.default_rng(a.seed)
+    blocks: dict[str, list[dict]] = {k: [] for k in variants}
     load0, busy0, own0, t0 = os.getloadavg()[0], busy_cpu_s(), time.process_time(), time.perf_counter()
     steal0 = steal_cpu_s()
-    for _ in range(a.repeats):
-        for i in rng.permutation(len(order)):
-            one(order[i])
+    names = list(variants)
+    for r in range(a.repeats):
+        for i in rng.permutation(len(names)):
+            b0, o0, s0 = busy_cpu_s(), time.process_time(), time.perf_counter()
+            runs, ds = abba(variants[names[i]], direct, flip=bool(r % 2))
+            blocks[names[i]].append({"repeat": r, "runs": runs, "direct": ds, "t_s": s0 - t0,
+                                     "other_cpu": other_share(b0, o0, s0)})
     wall, busy, own = time.perf_counter() - t0, busy_cpu_s() - busy0, time.process_time() - own0
     steal = (steal_cpu_s() - steal0) / (wall * (os.cpu_count() or 1))
     be.close()
     other = max(busy - own, 0.0) / (wall * (os.cpu_count() or 1))
-    med = statistics.median
+
     print(f"{a.engine}, {model.name} ({'random weights' if model.synthetic_weights else model.source}), "
-          f"{point.device}, batch 1, in {a.input_len}, out {a.output_len}, {a.repeats} repeats "
-          f"(variants in random order each), energy meter: {bare.source}"
+          f"{point.device}, batch 1, in {a.input_len}, out {a.output_len}, {a.repeats} ABBA blocks "
+          f"per variant (variants in random order each repeat), energy meter: {bare.source}"
           + (f", {be.n_threads} threads" if hasattr(be, "n_threads") else "")
-          + (", fast path (static cache + compile)" if a.fast else ""))
+          + (", fast path (static cache + compile)" if a.fast else "")
+          + (f", niceness {os.nice(0)}" if a.nice else ""))
     print(f"contention: other processes used {other:.1%} of the machine's CPU during the run; "
           f"load average {load0:.2f} -> {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; "
-          f"the hypervisor stole {steal:.1%} of the CPU time"
-          + ("  (CONTENDED: ratios are not trustworthy)" if other > 0.10 else ""))
+          f"the hypervisor stole {steal:.1%} of the CPU time")
     print("observers in the record: " + "; ".join(f"{k}: {v}" for k, v in last["record"].observers.items()))
-    labels = {"whole": "llmbench whole point (as paid)", "window": "llmbench batch_latency_s",
-              "no watch": "  window, energy meter only", "no observers": "  window without any observer",
-              "direct": "direct (no llmbench)", "generate": "direct Llama.generate"}
-    for k in times:
-        print(f"  {labels.get(k, '  window, ' + k):34s} median {med(times[k]) * 1e3:8.2f} ms")
-    for k in times:
-        if k == "direct":
-            continue
-        goal = {"window": 1.01, "whole": 1.02}.get(k)
-        gm, lo, hi, m, mlo, mhi = ratio_stats(times[k], times["direct"], rng)
-        name = {"window": "batch_latency_s", "whole": "whole point"}.get(k, k)
-        print(f"ratio {name:16s}/ direct = {gm:.4f} [95% CI {lo:.4f}, {hi:.4f}]  "
-              f"median {m:.4f} [{mlo:.4f}, {mhi:.4f}]"
-              + (f"  goal <= {goal}: {'met' if hi <= goal else 'not shown'}" if goal else ""))
-    book = [w - lat for w, lat in zip(times["whole"], times["window"])]
-    print(f"bookkeeping per point (whole - batch_latency_s): median {med(book) * 1e3:.1f} ms "
-          f"(goal <= 10 ms); of it: " + ", ".join(f"{k} {med(v) * 1e3:.2f} ms" for k, v in parts.items()))
-    for k in times:
-        if k in ("window", "no observers") or k not in variants or k in directs:
-            continue
-        gm, lo, hi, *_ = ratio_stats(times[k], times["no observers"], rng)
-        print(f"observer cost: {k} / no observers = {gm:.4f} [95% CI {lo:.4f}, {hi:.4f}]")
-    gm, lo, hi, *_ = ratio_stats(times["window"], times["no observers"], rng)
-    print(f"observer cost: batch_latency_s (the record's observers) / no observers = {gm:.4f} "
-          f"[95% CI {lo:.4f}, {hi:.4f}]")
+    report(blocks, parts, a.drop_contended, CPU_SHARE_LIMIT)
     for k, m in samplers.items():
         if (cpu_s := m.wake_cpu_s()) is not None:
             print(f"{k} ({m.source}): the thread's CPU per wake-up {cpu_s * 1e6:.0f} us, "
                   f"{cpu_s / m.SAMPLE_PERIOD_S:.3%} of the window's time")
     if a.dump:
         with open(a.dump, "w") as f:
-            json.dump({"times_s": times, "bookkeeping_parts_s": parts}, f)
+            json.dump({"blocks": blocks, "bookkeeping_parts_s": parts}, f)
+
+
+LABELS = {"whole": "whole point", "window": "batch_latency_s", "generate": "Llama.generate"}
+GOALS = {"window": 1.01, "whole": 1.02}
+
+
+def report(blocks: dict[str, list[dict]], parts: dict[str, list[float]], drop_contended: bool,
+           limit: float) -> None:
+    """Each variant's ratio to the direct loop, from its blocks: the Hodges-Lehmann estimate
+    of the blocks' log-ratios with its signed-rank 95% interval (the verdict), and the
+    geometric mean with its t-interval beside it."""
+    med = statistics.median
+    all_blocks = [b for bs in blocks.values() for b in bs]
+    busy = [b for b in all_blocks if b["other_cpu"] > limit]
+    print(f"blocks in which other processes used > {limit:.0%} of the CPU: {len(busy)} of "
+          f"{len(all_blocks)}" + ((" (left out below)" if drop_contended else " (kept)") if busy else ""))
+    if drop_contended:
+        blocks = {k: [b for b in bs if b["other_cpu"] <= limit] for k, bs in blocks.items()}
+    by_repeat = {k: {b["repeat"]: block_ratio(b["runs"], b["direct"], 0) for b in bs}
+                 for k, bs in blocks.items()}
+    if "whole" in blocks:
+        by_repeat["window"] = {b["repeat"]: block_ratio(b["runs"], b["direct"], 1) for b in blocks["whole"]}
+    logs = {k: list(v.values()) for k, v in by_repeat.items()}
+    direct_s = [d for bs in blocks.values() for b in bs for d in b["direct"]]
+    print(f"  direct (no llmbench) median {med(direct_s) * 1e3:.2f} ms over {len(direct_s)} runs")
+    for k in sorted(logs, key=lambda k: k not in GOALS):
+        m, mlo, mhi = hodges_lehmann_ci(logs[k])
+        gm, lo, hi = mean_ci(logs[k])
+        goal = GOALS.get(k)
+        print(f"ratio {LABELS.get(k, k):16s}/ direct = {m:.4f} [95% CI {mlo:.4f}, {mhi:.4f}] "
+              f"(+-{(mhi - mlo) / 2:.2%}, {len(logs[k])} blocks)  geometric mean {gm:.4f} "
+              f"[{lo:.4f}, {hi:.4f}]"
+              + (f"  goal <= {goal}: {'met' if mhi <= goal else 'not shown'}" if goal else ""))
+    if "whole" in blocks:
+        book = [w - lat for b in blocks["whole"] for w, lat in b["runs"]]
+        print(f"bookkeeping per point (whole - batch_latency_s): median {med(book) * 1e3:.1f} ms "
+              f"(goal <= 10 ms); of it: " + ", ".join(f"{k} {med(v) * 1e3:.2f} ms" for k, v in parts.items()))
+    if "no observers" in by_repeat:
+        base = by_repeat["no observers"]
+        for k in (k for k in logs if k not in ("no observers", "whole", "generate")):
+            # repeat r of each: (k / direct) / (no observers / direct)
+            gm, lo, hi = mean_ci([x - base[r] for r, x in by_repeat[k].items() if r in base])
+            print(f"observer cost: {LABELS.get(k, k)} / no observers = {gm:.4f} [95% CI {lo:.4f}, {hi:.4f}]")
 
 
 def steal_cpu_s() -> float:
@@ -317,19 +399,32 @@ def steal_cpu_s() -> float:
     return getattr(psutil.cpu_times(), "steal", 0.0)
 
 
-def ratio_stats(a: list[float], b: list[float], rng) -> tuple[float, ...]:
-    """Paired ratios a_i / b_i: geometric mean with its 95% t-interval (on the logs), and the
-    median with a bootstrap 95% interval."""
+def mean_ci(logs: list[float]) -> tuple[float, float, float]:
+    """exp of the mean log-ratio with its 95% t-interval: the geometric mean of the ratios."""
     from scipy import stats
 
-    logs = np.log(np.asarray(a) / np.asarray(b))
-    n = len(logs)
-    mean = float(logs.mean())
-    half = float(stats.t.ppf(0.975, n - 1) * logs.std(ddof=1) / math.sqrt(n)) if n > 1 else math.inf
-    boot = np.median(rng.choice(logs, size=(2000, n), replace=True), axis=1)
-    return (math.exp(mean), math.exp(mean - half), math.exp(mean + half),
-            float(np.exp(np.median(logs))), float(np.exp(np.quantile(boot, 0.025))),
-            float(np.exp(np.quantile(boot, 0.975))))
+    x = np.asarray(logs)
+    n = len(x)
+    mean = float(x.mean())
+    half = float(stats.t.ppf(0.975, n - 1) * x.std(ddof=1) / math.sqrt(n)) if n > 1 else math.inf
+    return math.exp(mean), math.exp(mean - half), math.exp(mean + half)
+
+
+def hodges_lehmann_ci(logs: list[float], confidence: float = 0.95) -> tuple[float, float, float]:
+    """exp of the Hodges-Lehmann estimate of the log-ratios (the median of all pairwise means)
+    with the distribution-free interval of the signed-rank test (normal approximation): like
+    the median, a block slowed by a burst of other work moves it by one rank, not by its size,
+    and it is nearly as tight as the mean on well-behaved data (efficiency 0.95, median 0.64)."""
+    from scipy import stats
+
+    x = np.asarray(logs)
+    n = len(x)
+    i, j = np.triu_indices(n)
+    walsh = np.sort((x[i] + x[j]) / 2)
+    z = stats.norm.ppf(0.5 + confidence / 2)
+    k = max(0, math.floor(len(walsh) / 2 - z * math.sqrt(n * (n + 1) * (2 * n + 1) / 24)))
+    return (float(np.exp(np.median(walsh))), float(np.exp(walsh[k])),
+            float(np.exp(walsh[len(walsh) - 1 - k])))
 
 
 if __name__ == "__main__":

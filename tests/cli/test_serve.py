@@ -61,12 +61,15 @@ def test_two_concurrencies_give_two_records_with_all_metrics(tmp_path, capsys):
         assert r.workload["input_len"] == 16 and r.workload["output_len"] == 8
         assert r.backend.options["served_model"] == "fault-model"   # from GET /v1/models
         assert r.env["python"] and r.power["available"] in (True, False)
-        # what ran in the client beside the load: the /metrics scraper's thread and the
-        # progress line (the server's hardware is not this machine's: no meter, no counters)
+        # what ran in the client beside the load: the contention watch, the /metrics
+        # scraper's thread and the progress line (the server's hardware is not this
+        # machine's: no meter, no counters)
         assert r.observers == {
+            "contention": "CPU times (psutil) read before and after the window, nothing inside it",
             "server_metrics": "the server's /metrics fetched every 1 s by a thread of the client "
                               "during the window",
             "progress": "told before each level's window opened, nothing inside it"}
+        assert r.env["contention"]["windows"] == 1  # each level's own window
         # the server's hardware is not known here: counters absent with the reason (measure/gpm.py)
         assert set(r.hardware_counters) == {"absent"} and r.hardware_counters["absent"]
         # closed loop: never more in flight than the concurrency, and requests of >= 24 ms

@@ -23,7 +23,8 @@ def test_an_inference_point_keeps_its_key():
     p = Point(backend="llamacpp", model="smollm2-135m", batch_size=4,
               options=EngineOptions(kv_block_size=16), timeout_s=5)
     assert p.key == "9348ed9a1653d54e"
-    assert p.key == _sha16(p.model_dump(mode="json", exclude={"timeout_s", "energy_min_window_s"}))
+    assert p.key == _sha16(p.model_dump(mode="json", exclude={"timeout_s", "energy_min_window_s",
+                                                              "power_sampling"}))
 
 
 def test_a_training_point_keeps_its_key():
@@ -41,10 +42,10 @@ def test_serving_points_keep_their_keys():
         launch="llamacpp", device="cpu", server_args=("--ctx-size", "512")))
     assert given.key == "fde9fff75ab55edf"
     assert launched.key == "857fd8c3725ef98d"
-    # a point's key leaves out how it is sent: the loop, the scrape interval, the warm-up
-    # requests and a local client (kinds/serving/kind.py)
+    # a point's key leaves out how it is sent and metered: the loop, the scrape interval, the
+    # warm-up requests, a local client and the power sampling (kinds/serving/kind.py)
     dumped = cfg.model_dump(mode="json", exclude={"use_uvloop", "metrics_interval_s",
-                                                  "warmup_requests", "executor"})
+                                                  "warmup_requests", "executor", "power_sampling"})
     assert given.key == _sha16([{"url": "http://127.0.0.1:8000/v1"}, dumped, 1, False])
 
 

@@ -256,3 +256,29 @@ def test_a_watch_rooted_elsewhere_counts_that_tree_as_ours(detached_busy):
         time.sleep(1.0)
     busy_cpu_s = sum(detached_busy.cpu_times()[:2]) - c0
     assert busy_cpu_s > 0.05 and w.own_cpu_s >= 0.9 * busy_cpu_s
+
+
+def test_a_watch_counts_also_pids_as_ours_and_reset_forgets_the_windows(detached_busy):
+    # serving: a server given by URL runs on this machine but is no descendant of the client
+    w = ContentionWatch.for_device("cpu", also_pids=(detached_busy.pid,))
+    c0 = sum(detached_busy.cpu_times()[:2])
+    with w.window():
+        time.sleep(1.0)
+    busy_cpu_s = sum(detached_busy.cpu_times()[:2]) - c0
+    assert busy_cpu_s > 0.05 and w.own_cpu_s >= 0.9 * busy_cpu_s
+    w.reset()  # the next level's record counts its own windows only
+    r = w.result()
+    assert r["windows"] == 0 and r["own_cpu_s"] == 0 and r["other_cpu_s"] == 0 and not r["contended"]
+
+
+def test_listening_pid_names_the_process_on_the_port():
+    import socket
+
+    from llmbench.measure.contention import listening_pid
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        assert listening_pid(port) == os.getpid()
+    assert listening_pid(port) is None  # closed: nobody listens

@@ -48,6 +48,9 @@ def run(
     repeats: Optional[int] = _spec_flag("repeats", "timed runs per point"),
     warmups: Optional[int] = _spec_flag("warmups", "untimed runs before them"),
     workload: Optional[str] = _spec_flag("workload", "offline | perplexity"),
+    power_sampling: Optional[str] = _spec_flag(
+        "power_sampling", "auto | dense | off: the power-sampling thread inside the window "
+        "(auto: dense only where the energy counter fails); recorded, not part of the point"),
     option: list[str] = typer.Option([], "--option", "-o",
                                      help="engine option KEY=V[,V..], e.g. compile=false,true"),
     backend_option: list[str] = typer.Option([], "--backend-option", "-B",
@@ -84,7 +87,8 @@ def run(
         if val is not None:
             ov[key] = int_list(val, "--" + key.replace("_", "-"))
     for key, val in (("device", device), ("repeats", repeats), ("warmups", warmups),
-                     ("workload", workload), ("timeout_s", timeout)):
+                     ("workload", workload), ("timeout_s", timeout),
+                     ("power_sampling", power_sampling)):
         if val is not None:
             ov[key] = val
     if option:

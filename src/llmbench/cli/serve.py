@@ -74,6 +74,10 @@ def serve(
     server_metrics: bool = typer.Option(True, "--server-metrics/--no-server-metrics",
                                         help="scrape the server's Prometheus /metrics during each point"),
     metrics_interval: float = typer.Option(1.0, "--metrics-interval", help="seconds between scrapes"),
+    power_sampling: str = typer.Option("auto", "--power-sampling",
+                                       help="auto | dense | off: the power-sampling thread of a local "
+                                       "server's meter (auto: dense only where the energy counter "
+                                       "fails); recorded, not part of the point"),
     resume: bool = typer.Option(False, "--resume", help="continue a run: skip load levels already stored"),
     redo_failed: bool = typer.Option(False, "--redo-failed", help="with --resume: rerun failed levels"),
     point: Optional[int] = typer.Option(None, "--point", help="run only load level K (job arrays)"),
@@ -103,6 +107,7 @@ def serve(
         duration_s=duration, warmup=warmup, warmup_requests=warmup_requests, cooldown=cooldown, slo=parse_slo(slo),
         timeout_s=timeout, seed=seed, force_output=force_output, extra_body=extra,
         use_uvloop=uvloop, workers=workers, executor=executor, server_metrics=server_metrics, metrics_interval_s=metrics_interval,
+        power_sampling=power_sampling,
         trace=trace, trace_format=trace_format, trace_speedup=trace_speedup,
         max_input_len=max_input_len, max_output_len=max_output_len, find_max_rate=find_max_rate,
         slo_fraction=slo_fraction, rate_tolerance=rate_tolerance, max_points=max_points)

@@ -18,6 +18,13 @@ from urllib.parse import urlsplit, urlunsplit
 from llmbench.errors import SpecError
 
 
+def safe_url(url: str) -> str:
+    """The URL for the record: user:password@ in a URL is a credential, kept out."""
+    u = urlsplit(url)
+    host = u.hostname or ""
+    return f"{u.scheme}://{host}{':' + str(u.port) if u.port else ''}{u.path}"
+
+
 def normalize_url(url: str) -> str:
     s = url.strip()
     if "://" not in s:

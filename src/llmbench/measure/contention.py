@@ -84,6 +84,18 @@ def own_cpu_s(root: int | None = None) -> dict[tuple[int, float], float]:
     return out
 
 
+def listening_pid(port: int) -> int | None:
+    """The process listening on TCP `port` on this machine (None: none, or not visible to us),
+    e.g. a server given by URL that llmbench did not start: its work is the measured load."""
+    import psutil
+
+    with contextlib.suppress(psutil.Error, OSError):
+        for c in psutil.net_connections("tcp"):
+            if c.status == psutil.CONN_LISTEN and c.laddr and c.laddr.port == port and c.pid:
+                return c.pid
+    return None
+
+
 def gpu_processes(nvml, indices: list[int]) -> dict[int, list[int]]:
     """NVML index -> pids of the compute processes running on it."""
     out = {}
@@ -96,44 +108,52 @@ def gpu_processes(nvml, indices: list[int]) -> dict[int, list[int]]:
 class ContentionWatch:
     """Accumulates, over every measured window, what other work shared the machine."""
 
-    def __init__(self, gpu_indices: list[int] | None = None, nvml=None, root_pid: int | None = None):
+    def __init__(self, gpu_indices: list[int] | None = None, nvml=None, root_pid: int | None = None,
+                 also_pids: tuple[int, ...] = ()):
         self.gpu_indices = gpu_indices or []
         self.nvml = nvml
         self.root_pid = root_pid  # whose process tree is ours (None: this process's)
+        self.also_pids = also_pids  # more trees that are ours (a server llmbench did not start)
+        self.gpu_note: str | None = None
+        self.notes: list[str] = []  # what the watch could not tell apart
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget the windows so far (a serving sweep records each level's own)."""
         self.window_s = 0.0
         self.other_cpu_s = 0.0
         self.own_cpu_s = 0.0
         self.loadavg_1m: list[float] = []
         self.gpu_other_pids: set[int] = set()
-        self.gpu_note: str | None = None
         self.windows = 0
 
     @classmethod
-    def for_device(cls, device: str, count: int = 1, root_pid: int | None = None) -> ContentionWatch:
+    def for_device(cls, device: str, count: int = 1, root_pid: int | None = None,
+                   also_pids: tuple[int, ...] = ()) -> ContentionWatch:
         if not device.startswith("cuda"):
-            return cls(root_pid=root_pid)
+            return cls(root_pid=root_pid, also_pids=also_pids)
         from llmbench.measure.power import visible_cuda_indices
 
         try:
             import pynvml
 
             pynvml.nvmlInit()
-            return cls(visible_cuda_indices(device, count), pynvml, root_pid)
+            return cls(visible_cuda_indices(device, count), pynvml, root_pid, also_pids)
         except Exception as e:  # no driver, no pynvml: say so, do not guess
-            w = cls(root_pid=root_pid)
+            w = cls(root_pid=root_pid, also_pids=also_pids)
             w.gpu_note = f"NVML unavailable, other GPU processes unknown: {e}"
             return w
 
     @contextlib.contextmanager
     def window(self):
         self._gpu_scan()
-        ours0, busy0 = own_cpu_s(self.root_pid), busy_cpu_s()
+        ours0, busy0 = self._ours_cpu_s(), busy_cpu_s()
         t0 = time.perf_counter()
         try:
             yield self
         finally:
             t1 = time.perf_counter()
-            busy1, ours1 = busy_cpu_s(), own_cpu_s(self.root_pid)
+            busy1, ours1 = busy_cpu_s(), self._ours_cpu_s()
             self._gpu_scan()
             # a process of ours born during the window spent all its CPU time inside it
             ours = sum(max(0.0, cpu - ours0.get(key, 0.0)) for key, cpu in ours1.items())
@@ -148,12 +168,18 @@ class ContentionWatch:
         gpu = " and the processes on our GPUs (NVML)" if self.nvml is not None and self.gpu_indices else ""
         return f"CPU times (psutil){gpu} read before and after the window, nothing inside it"
 
+    def _ours_cpu_s(self) -> dict[tuple[int, float], float]:
+        out = own_cpu_s(self.root_pid)
+        for pid in self.also_pids:
+            out |= own_cpu_s(pid)
+        return out
+
     def _gpu_scan(self) -> None:
         if self.nvml is None or not self.gpu_indices:
             return
         import psutil
 
-        ours = own_pids(self.root_pid)
+        ours = own_pids(self.root_pid).union(*(own_pids(p) for p in self.also_pids))
         try:
             listed = gpu_processes(self.nvml, self.gpu_indices)
         except Exception as e:  # e.g. NVMLError_NotSupported under some MIG set-ups
@@ -191,6 +217,7 @@ class ContentionWatch:
             "gpu_indices": self.gpu_indices,
             "gpu_other_pids": sorted(map(str, self.gpu_other_pids)),
             "gpu_note": self.gpu_note,
+            "notes": self.notes,
         }
 
 

@@ -25,7 +25,9 @@ from collections import Counter
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal, get_args
 
+PowerSampling = Literal["auto", "dense", "off"]  # EnergyMeter.SAMPLING; a sweep spec's field
 MIN_RELIABLE_WINDOW_S = 2.0
 COUNTER, SAMPLED = "total-energy counter", "sampled power x time"
 
@@ -62,7 +64,7 @@ class EnergyMeter:
     # counter's closing read fails. "dense" samples every window densely, "off" never.
     SAMPLE_PERIOD_S = 0.05   # dense: the window's energy comes from these samples
     BACKUP_PERIOD_S = 1.0    # auto, counter working: a few samples for a failed closing read
-    SAMPLING = ("auto", "dense", "off")
+    SAMPLING = get_args(PowerSampling)
 
     def __init__(self, reason: str = "no power meter on this device", sampling: str = "auto"):
         if sampling not in self.SAMPLING:

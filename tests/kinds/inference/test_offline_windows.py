@@ -124,11 +124,26 @@ def test_energy_window_setting_does_not_change_the_point_key():
     assert point(energy_min_window_s=0).key == point().key != point(repeats=7).key
 
 
+def test_power_sampling_reaches_the_meter_and_leaves_the_point_key(monkeypatch):
+    from llmbench.kinds.inference import kind as runner
+    from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
+
+    asked = []
+    monkeypatch.setattr(runner, "open_meter",
+                        lambda device, count=1, sampling="auto": asked.append(sampling) or WattMeter())
+    p = point(repeats=1, energy_min_window_s=0, power_sampling="off")
+    assert p.key == point(repeats=1).key  # how a point is metered is not what it measures
+    rec = Record(run_id="t", kind="inference", backend=BackendInfo(name="fake"),
+                 model=ModelInfo(name="fake"), hardware=HardwareInfo(name="cpu"))
+    runner.run_point(SlowReturn(p), p, rec)
+    assert asked == ["off"]
+
+
 def test_record_power_names_the_method_its_windows_used(monkeypatch):
     from llmbench.kinds.inference import kind as runner
     from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
 
-    monkeypatch.setattr(runner, "open_meter", lambda device, count=1: WattMeter())
+    monkeypatch.setattr(runner, "open_meter", lambda device, count=1, sampling="auto": WattMeter())
     p = point(repeats=2, energy_min_window_s=0)
     rec = Record(run_id="t", kind="inference", backend=BackendInfo(name="fake"),
                  model=ModelInfo(name="fake"), hardware=HardwareInfo(name="cpu"))
@@ -146,14 +161,14 @@ def test_record_names_the_observers_that_ran(monkeypatch):
                       model=ModelInfo(name="fake"), hardware=HardwareInfo(name="cpu"))
 
     p = point(repeats=1, energy_min_window_s=0)
-    monkeypatch.setattr(runner, "open_meter", lambda device, count=1: WattMeter())
+    monkeypatch.setattr(runner, "open_meter", lambda device, count=1, sampling="auto": WattMeter())
     with_meter = runner.run_point(SlowReturn(p), p, rec())
     assert set(with_meter.observers) == {"energy", "contention", "timelines"}
     # a counter without a power reading: read at the window's ends, no thread inside it
     assert with_meter.observers["energy"] == (f"{WattMeter.source}: energy counter read at both "
                                               "ends of the window; no sampling thread (sampling=auto)")
     assert "nothing inside it" in with_meter.observers["contention"]
-    monkeypatch.setattr(runner, "open_meter", lambda device, count=1: EnergyMeter("none here"))
+    monkeypatch.setattr(runner, "open_meter", lambda device, count=1, sampling="auto": EnergyMeter("none here"))
     without = runner.run_point(SlowReturn(p), p, rec(), on_repeat=lambda: None)
     # no meter: no sampler thread ran; a progress callback was told between repeats
     assert set(without.observers) == {"contention", "timelines", "progress"}

@@ -154,3 +154,10 @@ def test_device_defaults_to_auto_resolved_once_into_the_points(tmp_path, monkeyp
     pinned = load_spec(write(tmp_path, "backends: [llamacpp]\ndevice: cpu\n"))
     monkeypatch.setattr(device, "cuda_device_count", lambda: 1)
     assert {p.device for p in pinned.points()} == {"cpu"}
+
+
+def test_power_sampling_from_the_spec_reaches_every_point(tmp_path):
+    pts = load_spec(write(tmp_path, "backends: [llamacpp]\nbatch_size: [1, 4]\n"),
+                    {"power_sampling": "dense"}).points()
+    assert [p.power_sampling for p in pts] == ["dense", "dense"]
+    assert load_spec(write(tmp_path, "backends: [llamacpp]\n")).points()[0].power_sampling == "auto"

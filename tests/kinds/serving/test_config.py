@@ -72,3 +72,14 @@ def test_the_api_key_comes_from_the_file_else_the_environment(tmp_path, monkeypa
     with pytest.raises(SpecError) as e:
         read_api_key("MY_KEY", tmp_path / "absent")
     assert e.value.problems[0][0] == "--api-key-file"
+
+
+def test_power_sampling_is_checked_and_not_part_of_the_point():
+    from llmbench.kinds.serving.kind import serve_points
+
+    with pytest.raises(ValidationError):
+        ServeConfig(power_sampling="sparse")
+    target = ServeTarget(url="http://127.0.0.1:8000")
+    auto, off = (serve_points(ServeConfig(concurrency=[1], power_sampling=s), target)[0]
+                 for s in ("auto", "off"))
+    assert off.cfg.power_sampling == "off" and auto.key == off.key

@@ -222,3 +222,26 @@ def test_energy_per_output_token_and_per_token_under_load():
     assert metrics["energy_per_token_j"].mean == pytest.approx(12.0 / 52)
     metrics, _, _ = summarize_point(outs, res, ServeConfig(), Tok(), None)
     assert "energy_per_output_token_j" not in metrics             # no meter, no number
+
+
+def test_the_contention_watch_counts_a_local_server_as_the_load():
+    import os
+    import socket
+
+    from llmbench.kinds.serving.session import Target, _contention_watch
+
+    remote = _contention_watch(Target(url="http://10.0.0.9:8000"), "http://10.0.0.9:8000")
+    assert remote.also_pids == () and remote.gpu_indices == [] and not remote.notes
+    launched = _contention_watch(Target(url="http://127.0.0.1:1", device="cpu", server_pid=4242),
+                                 "http://127.0.0.1:1")
+    assert launched.also_pids == (4242,)
+    with socket.socket() as s:  # a server given by URL: found by the port it listens on
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        url = f"http://127.0.0.1:{s.getsockname()[1]}"
+        assert _contention_watch(Target(url=url, device="cpu"), url).also_pids == (os.getpid(),)
+    other = _contention_watch(Target(url="http://u:pw@10.0.0.9:8000", device="cpu"),
+                              "http://u:pw@10.0.0.9:8000")
+    assert other.also_pids == () and other.notes == [
+        "the server's process at http://10.0.0.9:8000 was not found on this machine: its work "
+        "counts as other processes'"]

@@ -124,8 +124,8 @@ def run_point(backend, point: Point, rec: Record, on_repeat=None) -> Record:
 
     watch = ContentionWatch.for_device(point.device, backend.device_count())
     counters = CounterWatch.for_device(point.device, backend.device_count())
-    meter = CountedMeter(WatchedMeter(open_meter(point.device, backend.device_count()), watch),
-                         counters)
+    meter = CountedMeter(WatchedMeter(open_meter(point.device, backend.device_count(),
+                                                 sampling=point.power_sampling), watch), counters)
     offline = point.workload != "perplexity"
     if offline:
         metrics, notes = run_offline(backend, point, meter, on_repeat=on_repeat)

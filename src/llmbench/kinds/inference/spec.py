@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from llmbench.errors import SpecError, did_you_mean
 from llmbench.kinds.base import Frozen, point_key
+from llmbench.measure.power import PowerSampling
 
 Dtype = Literal["auto", "fp32", "fp16", "bf16"]
 
@@ -67,6 +68,9 @@ class SweepSpec(Frozen):
     energy_min_window_s: float = Field(
         2.0, ge=0, description="offline: repeat the batch inside each energy window until it "
         "lasts this long (NVML's counter is too coarse for shorter ones); 0 = one batch")
+    power_sampling: PowerSampling = Field(
+        "auto", description="the power-sampling thread inside the window: auto (dense only "
+        "where the energy counter fails), dense (every window), off (never)")
     perplexity: PerplexityConfig = PerplexityConfig()
 
     @field_validator("backends", "models", "dtype", "batch_size", "input_len", "output_len",
@@ -112,12 +116,15 @@ class Point(Frozen):
     seed: int = 0
     timeout_s: float | None = None
     energy_min_window_s: float = 2.0
+    power_sampling: PowerSampling = "auto"
     perplexity: PerplexityConfig | None = None
 
     @property
     def key(self) -> str:
         # how long to run or meter a point does not change what it measures: not in the key
-        return point_key(self.model_dump(mode="json", exclude={"timeout_s", "energy_min_window_s"}))
+        # (the record's `observers` and `spec` say how it was metered)
+        return point_key(self.model_dump(mode="json", exclude={"timeout_s", "energy_min_window_s",
+                                                                "power_sampling"}))
 
     @property
     def load_key(self) -> tuple:
@@ -199,6 +206,7 @@ def expand(spec: SweepSpec) -> list[Point]:
                     backend_options=bopts, repeats=spec.repeats, warmups=spec.warmups,
                     seed=spec.seed, timeout_s=spec.timeout_s,
                     energy_min_window_s=spec.energy_min_window_s,
+                    power_sampling=spec.power_sampling,
                     perplexity=spec.perplexity if spec.workload == "perplexity" else None))
     if problems:
         raise SpecError(problems, points=points)

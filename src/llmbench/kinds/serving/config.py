@@ -14,6 +14,7 @@ from llmbench.kinds.base import Frozen, Strict
 from llmbench.loadgen.client import Api
 from llmbench.loadgen.schedule import Schedule
 from llmbench.loadgen.traces import FORMATS
+from llmbench.measure.power import PowerSampling
 
 SLO_KEYS = ("ttft_s", "tpot_s", "e2e_s")
 
@@ -99,6 +100,7 @@ class ServeConfig(Strict):
     executor: Literal["local", "ray"] = "local"
     server_metrics: bool = True                 # scrape the server's Prometheus /metrics
     metrics_interval_s: float = Field(1.0, gt=0)
+    power_sampling: PowerSampling = "auto"      # the local server's meter (measure/power.py)
 
     # The rules across fields. They raise SpecError naming the `llmbench serve` flag (pydantic
     # passes it through untouched): a ValueError here would name no field.

@@ -31,6 +31,7 @@ from llmbench.kinds.base import Frozen, point_key
 from llmbench.kinds.serving.config import ServeConfig
 from llmbench.launch.failures import describe
 from llmbench.launch.kind import PointKind
+from llmbench.loadgen.preflight import safe_url
 from llmbench.store.record import Record
 
 
@@ -71,8 +72,9 @@ class ServePoint(Frozen):
     def key(self) -> str:
         # the config as a whole: a level's prompts are its slice of a pool sized by all levels
         # (nor how many warm-up requests went first: a point measured after 0 or 2 is one point;
-        # nor where the client ran, unless on Ray: the keys of local points stay what they were)
-        skip = {"use_uvloop", "metrics_interval_s", "warmup_requests"} | \
+        # nor where the client ran, unless on Ray: the keys of local points stay what they were;
+        # nor how the power was sampled: the record's `observers` say)
+        skip = {"use_uvloop", "metrics_interval_s", "warmup_requests", "power_sampling"} | \
             ({"executor"} if self.cfg.executor == "local" else set())
         cfg = self.cfg.model_dump(mode="json", exclude=skip)
         return point_key([self.target.identity(), cfg, self.index, self.search])
@@ -171,7 +173,8 @@ class ServingKind(PointKind):
                 self.on_launch(t.launch, srv)
             yield Target(url=srv.url, backend=t.launch, backend_version=srv.version,
                          backend_options={**srv.options, "startup_s": round(srv.startup_s, 2)},
-                         device=t.device, device_count=t.device_count, api_key=self.api_key)
+                         device=t.device, device_count=t.device_count, api_key=self.api_key,
+                         server_pid=srv.pid)
 
 
 def read_api_key(env_var: str, path: Path | None) -> str | None:
@@ -183,12 +186,3 @@ def read_api_key(env_var: str, path: Path | None) -> str | None:
             raise SpecError([("--api-key-file", f"cannot read {path}: {e.strerror}")]) from None
         return key or None
     return os.environ.get(env_var) or None
-
-
-def safe_url(url: str) -> str:
-    """The URL for the record: user:password@ in a URL is a credential, kept out."""
-    from urllib.parse import urlsplit
-
-    u = urlsplit(url)
-    host = u.hostname or ""
-    return f"{u.scheme}://{host}{':' + str(u.port) if u.port else ''}{u.path}"

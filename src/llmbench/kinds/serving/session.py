@@ -22,7 +22,7 @@ from llmbench.errors import SpecError
 from llmbench.loadgen.client import RequestSpec, encode_request, interpret
 from llmbench.loadgen.conversations import conversation_driver
 from llmbench.loadgen.http import Endpoint
-from llmbench.loadgen.preflight import check_server, normalize_url
+from llmbench.loadgen.preflight import check_server, normalize_url, safe_url
 from llmbench.loadgen.run import LoadResult, run_load, run_sync, warm_up
 from llmbench.loadgen.server_metrics import Scraper
 from llmbench.loadgen.schedule import Schedule
@@ -48,6 +48,7 @@ class Target:
     device: str = "unknown"        # cpu | cuda | cuda:N | unknown (a remote server)
     device_count: int = 1
     api_key: str | None = None     # used for the request bytes only; never recorded
+    server_pid: int | None = None  # a server llmbench launched (its work is the measured load)
 
 
 class ServingSession:
@@ -90,12 +91,15 @@ class ServingSession:
             self.meter = EnergyMeter("the server's hardware is not on this machine")
         else:
             self.hw = HardwareInfo(**hardware(target.device, target.device_count))
-            self.meter = open_meter(target.device, target.device_count) \
-                if target.device.startswith("cuda") else open_meter("cpu")
+            self.meter = open_meter(target.device, target.device_count, sampling=cfg.power_sampling) \
+                if target.device.startswith("cuda") else open_meter("cpu", sampling=cfg.power_sampling)
+        from llmbench.measure.contention import WatchedMeter
         from llmbench.measure.gpm import CountedMeter, CounterWatch
 
+        self.watch = _contention_watch(target, self.url)
         # the server's GPUs when they are this machine's; else absent with the reason
-        self.meter = CountedMeter(self.meter, CounterWatch.for_device(target.device, target.device_count)
+        self.meter = CountedMeter(WatchedMeter(self.meter, self.watch),
+                                  CounterWatch.for_device(target.device, target.device_count)
                                   if target.device != "unknown" else
                                   CounterWatch(absent="the server's hardware is not on this machine"))
         self.env = capture()
@@ -128,6 +132,7 @@ class ServingSession:
             self.progress(sch.label())
         self.meter.counters.reset()  # this point's windows only
         self.meter.reset()
+        self.watch.reset()
         res, metrics, serving, notes = _measure(self.cfg, self.target, self.url, self.served, sch,
                                                 mine, self.tok, self.meter, watch, self.warmup_specs)
         rec = self.record(key, run_id, sch, mine, len(res.sent))
@@ -141,6 +146,9 @@ class ServingSession:
         rec.power = self.meter.describe()
         rec.observers.update(self.observers())
         rec.notes.extend(notes)
+        rec.env = {**rec.env, "contention": self.watch.result()}  # env is shared by the levels
+        if rec.env["contention"]["contended"]:
+            rec.notes.append("contended: " + "; ".join(rec.env["contention"]["reasons"]))
         from llmbench.measure.gpm import attach as gpm_attach
 
         gpm_attach(rec, self.meter.take())
@@ -153,7 +161,7 @@ class ServingSession:
 
         scrape = (f"the server's /metrics fetched every {self.cfg.metrics_interval_s:g} s by a "
                   "thread of the client during the window") if self.cfg.server_metrics else None
-        return observers(self.meter, counters=self.meter.counters, server_metrics=scrape,
+        return observers(self.meter, self.watch, self.meter.counters, server_metrics=scrape,
                          progress="told before each level's window opened, nothing inside it"
                          if self.progress else None)
 
@@ -184,6 +192,29 @@ class ServingSession:
                                  f"already late, {watch.cancelled_unknown} unknown): {watch.describe()}")
             yield rec
             k += 1
+
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def _contention_watch(target: Target, url: str):
+    """The client's contention watch. A server on this machine is part of the measured load,
+    not contention: one llmbench launched is its child (ours already); one given by URL is
+    found by the port it listens on. A remote server's GPUs are not ours to scan."""
+    from urllib.parse import urlsplit
+
+    from llmbench.measure.contention import ContentionWatch, listening_pid
+
+    if target.device == "unknown":
+        return ContentionWatch.for_device("cpu")
+    u = urlsplit(url)
+    server = target.server_pid or (listening_pid(u.port or 80) if u.hostname in LOOPBACK else None)
+    watch = ContentionWatch.for_device(target.device, target.device_count,
+                                       also_pids=(server,) if server else ())
+    if server is None:
+        watch.notes.append(f"the server's process at {safe_url(url)} was not found on this "
+                           "machine: its work counts as other processes'")
+    return watch
 
 
 def _measure(cfg: ServeConfig, target: Target, url: str, served: str, sch: Schedule,
