@@ -30,13 +30,7 @@ Why this much: on this 2-core VM one run of the direct loop (~1 s) varies by 4-8
 next with nothing else running (the host, not the guest: a single engine thread is no
 quieter), so the interval narrows only with the number of blocks (+-1.2-1.7% at 60 blocks,
 +-0.7-0.9% at 160, ~11 min a run).
-Measured 2026-12-03 (llama.cpp SmolLM2-135M, 2 threads, in/out 64, `--repeats 160 --nice -10`,
-three runs): batch_latency_s / direct 1.0005 [0.9941, 1.0076], 0.9988 [0.9895, 1.0077],
-1.0008 [0.9922, 1.0099]; whole point / direct 1.0079 [1.0014, 1.0149], 1.0061 [0.9967, 1.0152],
-1.0078 [0.9991, 1.0170]; bookkeeping 6.1-7.0 ms a point. Runs 2 and 3 shared the machine (other
-processes 10% and 20% of the CPU; 9 and 18 blocks over 10%, kept): their geometric means moved
-to 0.9988 [0.9615, 1.0374] and 1.0224 [0.9866, 1.0595], the Hodges-Lehmann intervals stayed
-under +-1%.
+Measured figures (CPU and H200), with the commands: docs/overhead.md.
 The machine's contention is printed for the run (other processes' share of the CPU, from
 measure/contention.busy_cpu_s less this process, the load average, the hypervisor's steal) and
 counted per block: blocks in which others used > CPU_SHARE_LIMIT are kept, or with
