@@ -46,6 +46,9 @@ def dashboard(
     read.wait()
     try:
         from llmbench.dashboard.app import create_app
+        # Imported by the first dash.Dash() and by serve: here, still beside DuckDB (0.1 s).
+        import flask  # noqa: F401
+        import waitress  # noqa: F401
     except ImportError as e:
         raise SpecError([("dashboard", f"needs the dashboard extra ({e.name} is missing): "
                           "pip install 'llmbench[dashboard]'")]) from None
