@@ -37,7 +37,8 @@ def dashboard(
         raise SpecError([("--results", f"{results} does not exist")])
     # The index is built or caught up in a thread; the dashboard's libraries are imported once
     # its files are read, while DuckDB parses them off the GIL (imported during the reading,
-    # they took the GIL from the reading thread at every system call: 1 s of reading took 3 s).
+    # they took the GIL from the reading thread at every system call: 100,000 files listed
+    # and read in 2.0-3.9 s instead of 1.4 s).
     loaded: dict[str, Index] = {}
     read = threading.Event()
     reader = threading.Thread(target=_read_index, args=(results, loaded, read),
