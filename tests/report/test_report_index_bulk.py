@@ -4,6 +4,7 @@ gives, and a store changed after its index was built is caught up (added, change
 import json
 import math
 import os
+import threading
 import time
 from pathlib import Path
 
@@ -113,7 +114,7 @@ def test_duckdb_rows_equal_rows_parsed_in_python(tmp_path):
     # The DuckDB reader itself reads these (no fallback to Python for the whole set) and
     # leaves only the files it cannot parse as JSON to Python.
     f = index._Files(sorted(paths))
-    table, metrics, workload, left = bulk.read_rows(f.paths, f.data, f.mtimes, f.sizes, index._array)
+    table, metrics, workload, left = bulk.read_rows([f], index._array)
     assert sorted(Path(f.paths[i]).name for i in left) == ["latin1.json", "torn.json"]
     assert table.num_rows == len(want)
     m, w = set(), set()
@@ -157,7 +158,7 @@ def test_a_column_fed_from_two_places_is_parsed_in_python(tmp_path):
     paths = [str(store.write(r)) for r in recs]
     f = index._Files(sorted(paths))
     with pytest.raises(bulk.Irregular):
-        bulk.read_rows(f.paths, f.data, f.mtimes, f.sizes, index._array)
+        bulk.read_rows([f], index._array)
     got = _check(read_table(paths, set(), set(), bulk=True), _expected(paths)[0], paths)
     assert "from-workload" in {r["model"] for r in got.values()}
 
@@ -210,3 +211,39 @@ def test_rows_read_over_many_arrow_batches_keep_path_order(tmp_path, monkeypatch
     want = _expected(good)[0]
     assert len(want) > 3 * bulk._BATCH
     _check(read_table(good, set(), set(), bulk=True), want, good, differ=["bigint"])
+
+
+@pytest.mark.parametrize("chunk_files", [1, 4])
+def test_files_read_in_chunks_give_the_rows_of_one_read(tmp_path, monkeypatch, chunk_files):
+    """The structures are found a chunk of files at a time (index.CHUNK_FILES) while the next
+    chunk is read: a field typed differently in two chunks (8 in one, 'auto' in others), files
+    DuckDB cannot read among them, and still flatten's rows in path order."""
+    monkeypatch.setattr(index, "CHUNK_FILES", chunk_files)
+    paths = _irregular_store(tmp_path)
+    read = threading.Event()
+    with pytest.warns(UserWarning, match="unreadable record"):
+        got = read_table(paths, set(), set(), bulk=True, read=read)
+    assert read.is_set()
+    _check(got, _expected(paths)[0], paths, differ=["bigint"])
+
+
+def test_a_bulk_read_that_fails_on_one_chunk_is_parsed_in_python(tmp_path, monkeypatch):
+    """DuckDB failing on one chunk's structures (a file removed while read, say): every file
+    is still read, and every row parsed in Python."""
+    import duckdb
+
+    monkeypatch.setattr(index, "CHUNK_FILES", 3)
+    real, calls = bulk._structures, []
+
+    def second_fails(con, files):
+        calls.append(files.num_rows)
+        if len(calls) == 2:
+            raise duckdb.IOException("gone")
+        return real(con, files)
+
+    monkeypatch.setattr(bulk, "_structures", second_fails)
+    store = Store(tmp_path)
+    paths = [str(store.write(r)) for r in reference_records()[:8] + own_records()[:4]]
+    got = read_table(paths, set(), set(), bulk=True)
+    assert len(calls) >= 2
+    _check(got, _expected(paths)[0], paths)

@@ -35,14 +35,21 @@ def dashboard(
     """Serve the interactive dashboard over the store (own and imported reference results)."""
     if not results.exists():
         raise SpecError([("--results", f"{results} does not exist")])
-    # The index is built or caught up (mostly in DuckDB, off the GIL) while the dashboard's
-    # libraries import: a first open of a large store waits for the longer of the two.
+    # The index is built or caught up in a thread; the dashboard's libraries are imported once
+    # its files are read, while DuckDB parses them off the GIL (imported during the reading,
+    # they took the GIL from the reading thread at every system call: 100,000 files listed
+    # and read in 2.0-3.9 s instead of 1.4 s).
     loaded: dict[str, Index] = {}
-    reader = threading.Thread(target=_read_index, args=(results, loaded), name="llmbench-index",
-                              daemon=True)
+    read = threading.Event()
+    reader = threading.Thread(target=_read_index, args=(results, loaded, read),
+                              name="llmbench-index", daemon=True)
     reader.start()
+    read.wait()
     try:
         from llmbench.dashboard.app import create_app
+        # Imported by the first dash.Dash() and by serve: here, still beside DuckDB (0.1 s).
+        import flask  # noqa: F401
+        import waitress  # noqa: F401
     except ImportError as e:
         raise SpecError([("dashboard", f"needs the dashboard extra ({e.name} is missing): "
                           "pip install 'llmbench[dashboard]'")]) from None
@@ -63,11 +70,13 @@ def dashboard(
     serve(app.server, host, port)
 
 
-def _read_index(results: Path, into: dict[str, Index]) -> None:
+def _read_index(results: Path, into: dict[str, Index], read: threading.Event) -> None:
     try:
-        into["index"] = load_index(results, save=False)
+        into["index"] = load_index(results, save=False, read=read)
     except Exception:  # noqa: BLE001 - create_app reads it again, and says what is wrong
         pass
+    finally:
+        read.set()  # (a cached index, or a failure: nothing was read)
 
 
 def serve(wsgi_app, host: str, port: int) -> None:

@@ -71,10 +71,11 @@ def opening(data: Data) -> tuple[str, str | None]:
     """The view and source the dashboard opens on: the user's own results when the store has
     any that succeeded (the published reference data is beside them, one filter away)."""
     df = data.df
-    own = df[(df["source"] == "own") & (df["status"] == "ok")] if not df.empty else df
-    if own.empty:
+    # a mask, not the rows: a copy of every column of the own rows cost 0.1 s at 100,000
+    own = (df["source"] == "own") & (df["status"] == "ok") if not df.empty else None
+    if own is None or not own.any():
         return "batch", None
-    kind = own["kind"].map(KIND_VIEW).dropna()
+    kind = df.loc[own, "kind"].map(KIND_VIEW).dropna()
     return (kind.value_counts().index[0] if len(kind) else "batch"), "own"
 
 
@@ -87,11 +88,12 @@ def view_state(data: Data, view_key: str, fields: list[str], source: str | None 
     if source is not None and not rows.empty:
         rows = rows[rows["source"] == source]
     x, y = views.default_x(data, view, rows), views.default_y(data, view, rows)
-    xs = list(dict.fromkeys([x, *views.x_options(data)]))
+    x_opts = views.x_options(data)
+    xs = list(dict.fromkeys([x, *x_opts]))
     ys = list(dict.fromkeys([y, *views.y_options(data)]))
     color, pins = views.default_choice(data, view, x, y, df=rows)
     colors = list(dict.fromkeys([color, view.color, "system", "hardware", "engine", "source",
-                                 *views.x_options(data)]))
+                                 *x_opts]))
     help_ = view.help + (" Pinned to the most measured slice: " +
                          ", ".join(f"{k} = {', '.join(_fmt_value(v) for v in vs)}"
                                    for k, vs in pins.items()) + " (widen in the filters)."

@@ -7,7 +7,9 @@ done in two steps over one in-memory copy of the files:
 
 1. hand the files' bytes to DuckDB as Arrow batches (scanned on all cores), decoded as UTF-8,
    and group the documents by JSON structure (`json_structure`: the keys and the JSON type of
-   every value). Records of one kind share a structure, so a store holds a few distinct ones;
+   every value). Records of one kind share a structure, so a store holds a few distinct ones.
+   This is done a chunk of files at a time, while the caller reads the next chunk: reading
+   (Python, one core) and this pass (DuckDB, off the GIL) overlap;
 2. from the distinct structures, in Python: which documents are records (an object with
    `run_id` and `kind`), the flat columns with the JSON types their values take, the metric and
    workload names; then one `json_transform` with that explicit schema extracts every column,
@@ -30,7 +32,8 @@ from __future__ import annotations
 import json
 import shutil
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -181,27 +184,32 @@ def _ident(name: str) -> str:
 _BATCH = 2048
 
 
-def read_rows(paths: list[str], data: list[bytes], mtimes: list[int], sizes: list[int],
-              array: Callable[[list[Any]], pa.Array]
+def read_rows(chunks: Iterable[Any], array: Callable[[list[Any]], pa.Array]
               ) -> tuple[pa.Table, set[str], set[str], list[int]]:
-    """The flat rows of the record files among `paths` (read: their bytes, mtime and size),
-    sorted by path, with `_mtime_ns` and `_size`; the metric and workload names seen; the
-    indexes of the files DuckDB could not read as JSON (for the caller to parse in Python).
-    `array` converts a column of Python values as the Python path does."""
+    """The flat rows of the record files in `chunks` (each read: `paths`, `data`, `mtimes`,
+    `sizes`; in path order), with `_mtime_ns` and `_size`; the metric and workload names seen;
+    the indexes (over all chunks) of the files DuckDB could not read as JSON, for the caller to
+    parse in Python. `array` converts a column of Python values as the Python path does."""
     import duckdb
 
-    offsets = np.zeros(len(data) + 1, np.int64)
-    np.cumsum([len(b) for b in data], out=offsets[1:])
-    raw = pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(data),
-                                           [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(data))])
-    files = pa.table({"i": pa.array(range(len(paths)), pa.int64()), "path": pa.array(paths, pa.string()),
-                      "raw": raw, "_mtime_ns": pa.array(mtimes, pa.int64()),
-                      "_size": pa.array(sizes, pa.int64())})
     tmp = tempfile.mkdtemp(prefix="llmbench-index-")  # only used if a step exceeds memory
     try:
         con = duckdb.connect(config={"temp_directory": tmp})
         try:
-            return _read(con, files, array)
+            # One worker: a chunk's structures are found while the caller reads the next one.
+            with ThreadPoolExecutor(1, thread_name_prefix="llmbench-structures") as pool:
+                parts, found, n = [], [], 0
+                for c in chunks:
+                    parts.append(_files_table(c, n))
+                    found.append(pool.submit(_structures, con, parts[-1]))
+                    n += len(c.paths)
+                groups: dict[str | None, list[int]] = {}
+                for f in found:
+                    for st, rows in f.result():
+                        groups.setdefault(st, []).extend(rows)
+            if not parts:
+                return pa.table({}), set(), set(), []
+            return _read(con, pa.concat_tables(parts), groups, array)
         except duckdb.Error as e:
             raise Irregular(f"DuckDB: {str(e).splitlines()[0]}") from e
         finally:
@@ -210,23 +218,41 @@ def read_rows(paths: list[str], data: list[bytes], mtimes: list[int], sizes: lis
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def _files_table(c: Any, first: int) -> pa.Table:
+    """One chunk of files as Arrow: number (`first` on), path, bytes, mtime, size."""
+    offsets = np.zeros(len(c.data) + 1, np.int64)
+    np.cumsum([len(b) for b in c.data], out=offsets[1:])
+    raw = pa.LargeBinaryArray.from_buffers(pa.large_binary(), len(c.data),
+                                           [None, pa.py_buffer(offsets), pa.py_buffer(b"".join(c.data))])
+    return pa.table({"i": pa.array(range(first, first + len(c.paths)), pa.int64()),
+                     "path": pa.array(c.paths, pa.string()), "raw": raw,
+                     "_mtime_ns": pa.array(c.mtimes, pa.int64()), "_size": pa.array(c.sizes, pa.int64())})
+
+
 def _batched(t: pa.Table) -> pa.Table:
     return pa.Table.from_batches(t.to_batches(max_chunksize=_BATCH), t.schema)
 
 
-def _read(con, files: pa.Table, array: Callable[[list[Any]], pa.Array]
-          ) -> tuple[pa.Table, set[str], set[str], list[int]]:
-    # Two parses per file, both over the Arrow batches in parallel (nothing is copied into a
-    # DuckDB table): the structure here (NULL when not UTF-8 JSON), then the transform.
-    con.register("files", _batched(files.select(["i", "raw"])))
-    groups = con.execute(
-        "SELECT st, list(i) FROM (SELECT i, try(json_structure(try(decode(raw)))) AS st "
-        "FROM files) GROUP BY st").fetchall()
-    con.unregister("files")
+def _structures(con, files: pa.Table) -> list[tuple[str | None, list[int]]]:
+    """The files' numbers grouped by JSON structure (None: not UTF-8 JSON), parsed over the
+    Arrow batches in parallel (nothing is copied into a DuckDB table)."""
+    cur = con.cursor()  # (this worker's own handle on the one database)
+    try:
+        cur.register("files", _batched(files.select(["i", "raw"])))
+        return cur.execute(
+            "SELECT st, list(i) FROM (SELECT i, try(json_structure(try(decode(raw)))) AS st "
+            "FROM files) GROUP BY st").fetchall()
+    finally:
+        cur.close()
+
+
+def _read(con, files: pa.Table, groups: dict[str | None, list[int]],
+          array: Callable[[list[Any]], pa.Array]) -> tuple[pa.Table, set[str], set[str], list[int]]:
+    # The second parse of each file, over the Arrow batches in parallel: the transform.
     sid = np.full(files.num_rows, -1, np.int64)  # each file's structure: its group's number
     structs: dict[int, Any] = {}
     unreadable: list[int] = []
-    for k, (st, rows) in enumerate(groups):
+    for k, (st, rows) in enumerate(groups.items()):
         if st is None:
             unreadable = sorted(rows)
         else:

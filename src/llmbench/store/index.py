@@ -21,8 +21,10 @@ import hashlib
 import json
 import os
 import tempfile
+import threading
 import time
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +111,17 @@ class _Files:
             self.sizes.append(st.st_size)
             self.data.append(data)
 
+    def extend(self, other: _Files) -> None:
+        self.paths += other.paths
+        self.mtimes += other.mtimes
+        self.sizes += other.sizes
+        self.data += other.data
+
+
+# Files per chunk of a bulk read: DuckDB finds the structures of one chunk (on the other core,
+# off the GIL) while the next is read.
+CHUNK_FILES = 8192
+
 
 def _row(path: str, data: bytes, mtime_ns: int, size: int, metrics: set[str],
          workload: set[str]) -> dict[str, Any] | None:
@@ -178,20 +191,28 @@ BULK_MIN_FILES = 300
 
 
 def read_table(paths: list[str], metrics: set[str], workload: set[str],
-               bulk: bool | None = None) -> pa.Table:
+               bulk: bool | None = None, read: threading.Event | None = None) -> pa.Table:
     """The flat rows of the record files among `paths`, sorted by path, with `_mtime_ns` and
     `_size`; the metric and workload names they hold are added to `metrics` and `workload`.
-    `bulk`: parsed by DuckDB (True), in Python (False), or by the number of files (None)."""
-    files = _Files(sorted(paths))
+    `bulk`: parsed by DuckDB (True), in Python (False), or by the number of files (None).
+    `read`: set once every file is read (what is left runs in DuckDB, off the GIL)."""
+    paths = sorted(paths)
     if bulk is None:
-        bulk = len(files.paths) >= BULK_MIN_FILES
-    rows: list[dict[str, Any]] = []
+        bulk = len(paths) >= BULK_MIN_FILES
+    files, read_to = _Files([]), 0
     if bulk:
         from llmbench.store import bulk as bulk_reader
 
+        def chunks() -> Iterator[_Files]:
+            nonlocal read_to
+            for read_to in range(CHUNK_FILES, len(paths) + CHUNK_FILES, CHUNK_FILES):
+                files.extend(chunk := _Files(paths[read_to - CHUNK_FILES:read_to]))
+                if read is not None and read_to >= len(paths):
+                    read.set()
+                yield chunk
+
         try:
-            table, m, w, left = bulk_reader.read_rows(files.paths, files.data, files.mtimes,
-                                                      files.sizes, _array)
+            table, m, w, left = bulk_reader.read_rows(chunks(), _array)
         except bulk_reader.Irregular:
             pass  # something only flatten itself gets right: every file in Python
         else:
@@ -202,6 +223,9 @@ def read_table(paths: list[str], metrics: set[str], workload: set[str],
             if not rows:
                 return table if table.num_rows else _table_from_rows([])
             return _concat(table, _table_from_rows(rows)).sort_by("path")
+    files.extend(_Files(paths[read_to:]))  # (what a bulk read that gave up had not read)
+    if read is not None:
+        read.set()
     rows = [r for p, d, m, s in zip(files.paths, files.data, files.mtimes, files.sizes)
             if (r := _row(p, d, m, s, metrics, workload)) is not None]
     return _table_from_rows(rows)
@@ -309,9 +333,11 @@ def save_index(root: Path | str, idx: Index) -> None:
         _save(idx, path)
 
 
-def load_index(root: Path | str, full_check: bool = False, save: bool = True) -> Index:
+def load_index(root: Path | str, full_check: bool = False, save: bool = True,
+               read: threading.Event | None = None) -> Index:
     """The index of `root`, refreshed for every directory that changed since it was saved;
-    `save=False`: the caller saves it (`save_index`), e.g. once it has served a first page."""
+    `save=False`: the caller saves it (`save_index`), e.g. once it has served a first page;
+    `read`: set once the files to parse are read, when that is what it did (read_table)."""
     root = Path(root).resolve()  # absolute paths: the same index whatever the cwd
     if not root.exists():
         return Index(_table_from_rows([]), [], [], {})
@@ -344,7 +370,7 @@ def load_index(root: Path | str, full_check: bool = False, save: bool = True) ->
         to_read = [p for p, ms in current.items() if known.get(p) != ms]
     else:  # a cold build reads every file, and takes its mtime and size as it reads it
         to_read = [p for d in changed for p in _list_names(d)]
-    new = read_table(to_read, metrics, workload)
+    new = read_table(to_read, metrics, workload, read=read)
     if old is not None and old.table.num_rows:
         import pyarrow.compute as pc
 
