@@ -247,3 +247,24 @@ def test_a_bulk_read_that_fails_on_one_chunk_is_parsed_in_python(tmp_path, monke
     got = read_table(paths, set(), set(), bulk=True)
     assert len(calls) >= 2
     _check(got, _expected(paths)[0], paths)
+
+
+REF = Path(__file__).resolve().parents[3] / "shared" / "reference" / "llm-inference-bench"
+
+
+@pytest.mark.skipif(not REF.is_dir(), reason=f"the published LLM-Inference-Bench data is not at {REF}")
+def test_the_published_data_reads_the_same_in_duckdb_and_in_python(tmp_path):
+    """The 6,140 imported records: 37 structures, 212 columns, many only in some structures
+    (the columns DuckDB's rows take by structure)."""
+    import subprocess
+    import sys
+
+    r = subprocess.run([sys.executable, "-m", "llmbench", "import", "llm-inference-bench", str(REF),
+                        "--results", str(tmp_path)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr
+    paths = [str(p) for p in tmp_path.rglob("*.json")]
+    assert len(paths) > 6000
+    got = read_table(paths, set(), set(), bulk=True)
+    want = read_table(paths, set(), set(), bulk=False)
+    assert {f.name: f.type for f in got.schema} == {f.name: f.type for f in want.schema}
+    assert [c for c in want.column_names if got.column(c).to_pylist() != want.column(c).to_pylist()] == []
