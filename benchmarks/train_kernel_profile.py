@@ -87,11 +87,16 @@ def main() -> int:
     from llmbench.kinds.training.config import TrainPoint
     from llmbench.kinds.training.peaks import hardware_peak
 
-    fields = dict(kv.split("=", 1) for kv in a.set)
-    p = TrainPoint(**fields)
+    from pydantic import ValidationError
+
+    if bad := [kv for kv in a.set if "=" not in kv]:
+        ap.error(f"--set takes FIELD=VALUE, not {' '.join(bad)}")
+    try:
+        p = TrainPoint(**dict(kv.split("=", 1) for kv in a.set))
+    except ValidationError as e:
+        ap.error("; ".join(f"{'.'.join(map(str, x['loc'])) or 'point'}: {x['msg']}" for x in e.errors()))
     if not p.device.startswith("cuda"):
-        print("the kernel profile needs device=cuda", file=sys.stderr)
-        return 2
+        ap.error("the kernel profile needs device=cuda")
     prof = torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA])
     out = loop.run(p, around_steps=lambda: prof)
     kernels = kernel_events(prof)
