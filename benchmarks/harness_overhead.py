@@ -219,6 +219,9 @@ def parse_args(argv=None) -> argparse.Namespace:
                          "CPU_SHARE_LIMIT of the CPU (their count is printed)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--dump", help="write every block's times (s) to this JSON file")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="after the blocks, run N more whole points under cProfile and print "
+                         "the functions that take their bookkeeping (outside the timed window)")
     return ap.parse_args(argv)
 
 
@@ -320,6 +323,7 @@ def main() -> None:
                                      "other_cpu": other_share(b0, o0, s0)})
     wall, busy, own = time.perf_counter() - t0, busy_cpu_s() - busy0, time.process_time() - own0
     steal = (steal_cpu_s() - steal0) / (wall * (os.cpu_count() or 1))
+    profile = profile_points(whole_point, a.profile) if a.profile else None
     be.close()
     other = max(busy - own, 0.0) / (wall * (os.cpu_count() or 1))
 
@@ -338,9 +342,36 @@ def main() -> None:
         if (cpu_s := m.wake_cpu_s()) is not None:
             print(f"{k} ({m.source}): the thread's CPU per wake-up {cpu_s * 1e6:.0f} us, "
                   f"{cpu_s / m.SAMPLE_PERIOD_S:.3%} of the window's time")
+    if profile:
+        print(profile)
     if a.dump:
         with open(a.dump, "w") as f:
             json.dump({"blocks": blocks, "bookkeeping_parts_s": parts}, f)
+
+
+def profile_points(whole_point: Callable[[], tuple[float, float]], n: int, top: int = 40) -> str:
+    """Where a point's bookkeeping goes: n whole points under cProfile (after the measured
+    blocks: the profiler's own cost never enters a ratio), the functions by cumulative time,
+    with the timed windows' share named so the rest reads as bookkeeping."""
+    import cProfile
+    import io
+    import pstats
+
+    prof = cProfile.Profile()
+    windows = wholes = 0.0
+    for _ in range(n):
+        prof.enable()
+        whole, lat = whole_point()
+        prof.disable()
+        wholes, windows = wholes + whole, windows + lat
+    out = io.StringIO()
+    print(f"profile of {n} whole points (profiled: slower than measured): {wholes / n * 1e3:.1f} ms "
+          f"a point, of it the timed window {windows / n * 1e3:.1f} ms, bookkeeping "
+          f"{(wholes - windows) / n * 1e3:.1f} ms; llmbench's, NVML's and torch.cuda's functions "
+          f"by cumulative time (the engine's own are left out):", file=out)
+    pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(
+        r"llmbench/|pynvml|torch/cuda", top)
+    return out.getvalue()
 
 
 LABELS = {"whole": "whole point", "window": "batch_latency_s", "generate": "Llama.generate"}

@@ -94,6 +94,20 @@ def test_only_our_process_on_the_gpu_is_no_gpu_contention():
     assert watch.result()["gpu_other_pids"] == []
 
 
+def test_a_window_lists_our_process_tree_once_at_each_edge(monkeypatch):
+    # Listing the tree reads every thread's children file (~2 ms with torch's threads): the GPU
+    # scan and the CPU times share one listing per edge.
+    from llmbench.measure import contention
+
+    calls = []
+    real = contention.own_pids
+    monkeypatch.setattr(contention, "own_pids", lambda root=None: calls.append(root) or real(root))
+    watch = ContentionWatch([0], FakeNvml({0: [os.getpid()]}))
+    with watch.window():
+        assert len(calls) == 1
+    assert len(calls) == 2 and watch.result()["gpu_other_pids"] == []
+
+
 def test_pids_from_another_namespace_count_all_but_one_per_device():
     # inside a container NVML reports host pids: none exists here, one per device is taken as ours
     watch = ContentionWatch([0], FakeNvml({0: [2**22 + 11, 2**22 + 12]}))

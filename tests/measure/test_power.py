@@ -7,6 +7,7 @@ import types
 
 import pytest
 
+from llmbench.measure import power
 from llmbench.measure.power import COUNTER, SAMPLED, EnergyMeter, NvmlMeter, RaplMeter, open_meter
 
 
@@ -42,8 +43,27 @@ def nvml(monkeypatch):
     def install(**kw):
         nv = fake_nvml(**kw)
         monkeypatch.setitem(sys.modules, "pynvml", nv)
+        monkeypatch.setattr(power, "_HAS_COUNTER", {})  # each fake is other devices
         return nv
     return install
+
+
+def test_the_counter_is_probed_once_a_process_not_once_a_point(nvml):
+    # A read costs ~3.9 ms on an H200 and a meter is opened per point: the probe's answer is
+    # kept for the devices. Two meters and one window: 1 probe read + 2 window reads.
+    nv = nvml(energy_mj={0: 0})
+    open_meter("cuda", 1, sampling="off")
+    m = open_meter("cuda", 1, sampling="off")
+    assert nv.state["reads"] == 1 and m.has_counter
+    with m.window() as w:
+        pass
+    assert nv.state["reads"] == 3 and w.energy_j == pytest.approx(1.0)
+
+
+def test_a_device_without_a_counter_is_remembered_as_such(nvml):
+    nv = nvml(energy_mj={})
+    assert not open_meter("cuda", 1).has_counter
+    assert not open_meter("cuda", 1).has_counter and nv.state["reads"] == 1
 
 
 def test_nvml_counter_sums_devices_in_joules(nvml, monkeypatch):

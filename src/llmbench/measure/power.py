@@ -166,6 +166,11 @@ class EnergyMeter:
                 self.used[w.method] += 1
 
 
+# NVML indices -> whether their energy counters read: a property of the devices and driver,
+# so each process probes once, not once per point (a meter is opened per point).
+_HAS_COUNTER: dict[tuple[int, ...], bool] = {}
+
+
 class NvmlMeter(EnergyMeter):
     source = "nvml"
     available = True
@@ -179,12 +184,15 @@ class NvmlMeter(EnergyMeter):
         super().__init__("", sampling)
         self.indices = indices
         self.handles = [pynvml.nvmlDeviceGetHandleByIndex(i) for i in indices]
-        self.has_counter = True
-        try:
-            for h in self.handles:
-                pynvml.nvmlDeviceGetTotalEnergyConsumption(h)
-        except pynvml.NVMLError:
-            self.has_counter = False
+        key = tuple(indices)
+        if key not in _HAS_COUNTER:  # a read costs ~3.9 ms on an H200: probed once a process
+            try:
+                for h in self.handles:
+                    pynvml.nvmlDeviceGetTotalEnergyConsumption(h)
+                _HAS_COUNTER[key] = True
+            except pynvml.NVMLError:
+                _HAS_COUNTER[key] = False
+        self.has_counter = _HAS_COUNTER[key]
 
     def describe(self) -> dict:
         # before any window: the method it will try; after: the ones it used (_methods)
