@@ -222,7 +222,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="after the blocks, run N more whole points under cProfile and print "
                          "the functions that take their bookkeeping (outside the timed window)")
-    return ap.parse_args(argv)
+    a = ap.parse_args(argv)
+    if a.profile < 0:
+        ap.error(f"--profile: a number of points >= 0, not {a.profile}")
+    return a
 
 
 def abba(variant: Callable[[], tuple[float, ...]], direct: Callable[[], float],

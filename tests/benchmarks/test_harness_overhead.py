@@ -91,3 +91,20 @@ def test_sampler_variant_prices_the_thread_with_a_free_reading_on_the_cpu():
         time.sleep(0.05)
     assert m.sampled == {0.005: 1} and w.power_samples_w and set(w.power_samples_w) == {0.0}
     assert w.method == SAMPLED and w.energy_j == 0.0
+
+
+def test_profile_prints_the_points_bookkeeping_from_their_own_times():
+    # Four points of (whole, window) = (0.050, 0.040), (0.070, 0.040) x2, (0.050, 0.040):
+    # a point 60.0 ms, its window 40.0 ms, bookkeeping 20.0 ms, worked out by hand.
+    times = iter([(0.050, 0.040), (0.070, 0.040), (0.070, 0.040), (0.050, 0.040)])
+    out = harness_overhead.profile_points(lambda: next(times), 4)
+    assert "profile of 4 whole points" in out
+    assert "60.0 ms a point, of it the timed window 40.0 ms, bookkeeping 20.0 ms" in out
+
+
+def test_a_negative_profile_count_is_a_usage_error(capsys):
+    import pytest
+
+    with pytest.raises(SystemExit) as e:
+        harness_overhead.parse_args(["--profile", "-1"])
+    assert e.value.code == 2 and "--profile" in capsys.readouterr().err

@@ -70,14 +70,10 @@ def busy_cpu_s() -> float:
     return sum(getattr(t, f, 0.0) for f in ("user", "nice", "system", "irq", "softirq"))
 
 
-def own_cpu_s(root: int | None = None) -> dict[tuple[int, float], float]:
-    """(pid, create_time) -> CPU seconds of this process and each descendant, reaped children
-    included (children_user/children_system), so a worker that exits mid-window still counts."""
-    return pids_cpu_s(own_pids(root))
-
-
 def pids_cpu_s(pids: set[int]) -> dict[tuple[int, float], float]:
-    """(pid, create_time) -> CPU seconds of each of `pids`, reaped children included."""
+    """(pid, create_time) -> CPU seconds of each of `pids` (own_pids: this process and its
+    descendants), reaped children included (children_user/children_system), so a worker that
+    exits mid-window still counts."""
     import psutil
 
     out = {}

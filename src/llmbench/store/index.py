@@ -274,8 +274,8 @@ class Index:
 
 def _load_cached(path: Path) -> Index | None:
     try:
-        # ParquetFile, not pq.read_table: that imports pyarrow.dataset first (0.2-0.26 s of a
-        # 2-core VM's cold open, before the first file is read) for what is one local file.
+        # ParquetFile, not pq.read_table: that imports pyarrow.dataset (0.2 s on a 2-core VM)
+        # for what is one local file (in a cold open the import overlapped other work: no gain).
         t = pq.ParquetFile(path).read()
         meta = json.loads((t.schema.metadata or {}).get(b"llmbench", b"{}"))
         if meta.get("version") != INDEX_VERSION:
