@@ -17,7 +17,8 @@ from llmbench.dashboard import app as dash_app
 from llmbench.importers.registry import parse
 from llmbench.measure.stats import summarize
 from llmbench.measure.timeline import BatchTiming, RequestTimeline
-from llmbench.metrics import CATALOG, column_header, metric, offline_metrics, serving_metrics
+from llmbench.metrics import (CATALOG, column_header, energy_metrics, metric, offline_metrics,
+                              serving_metrics)
 from llmbench.report import figures, tables
 from llmbench.store.columns import is_metric
 from llmbench.store.record import Record
@@ -48,8 +49,8 @@ def test_offline_and_serving_metrics_are_catalogued():
     reqs = [_tl(0.0, [0.5, 0.6, 0.8]), _tl(0.0, [0.4, 0.7, 0.9])]
     b = BatchTiming(0.0, 0.9, reqs, energy_j=9.0, avg_power_w=10.0, t_return=1.0,
                     energy_window_s=0.9)
-    off = offline_metrics([b, b], input_len=4)
-    assert len(off) == 14  # every metric offline_metrics computes, energy included
+    off = offline_metrics([b, b], input_len=4) | energy_metrics([b, b])
+    assert len(off) == 14  # every metric the two compute
     _assert_catalogued({k: v.unit for k, v in off.items()}, "offline_metrics")
     srv = serving_metrics(reqs, (0.0, 1.0), slo={"ttft_s": 1.0}, energy_j=5.0)
     assert {"goodput_req_s", "energy_j", "tokens_per_joule", "inflight_mean", "send_lag_s"} <= set(srv)

@@ -286,11 +286,11 @@ def last_token_time(timelines: list[RequestTimeline], default: float) -> float:
 
 
 def offline_metrics(batches: list[BatchTiming], input_len: int) -> dict[str, MetricStats]:
+    """The batches' timing metrics (energy_metrics has their energy)."""
     pooled: dict[str, list[float]] = {"ttft_s": [], "tpot_s": [], "itl_s": [], "e2e_s": []}
     per_batch: dict[str, list[float]] = {k: [] for k in (
         "batch_latency_s", "generate_return_s", "output_throughput_tok_s", "total_throughput_tok_s",
-        "request_throughput_req_s", "avg_power_w", "energy_j", "tokens_per_joule",
-        "energy_window_s", "energy_batches_per_window")}
+        "request_throughput_req_s")}
     for b in batches:
         for k, v in per_request(b.requests).items():
             pooled[k].extend(v)
@@ -304,20 +304,29 @@ def offline_metrics(batches: list[BatchTiming], input_len: int) -> dict[str, Met
         per_batch["request_throughput_req_s"].append(len(b.requests) / lat)
         if b.t_return is not None:
             per_batch["generate_return_s"].append(b.t_return - b.t_start)
-        if b.energy_j is not None:
-            per_batch["energy_j"].append(b.energy_j)
-            per_batch["avg_power_w"].append(b.avg_power_w if b.avg_power_w is not None
-                                            else b.energy_j / lat)
-            if b.energy_j > 0:
-                per_batch["tokens_per_joule"].append(out_tok / b.energy_j)
-            if b.energy_window_s is not None:
-                per_batch["energy_window_s"].append(b.energy_window_s)
-                per_batch["energy_batches_per_window"].append(b.energy_batches)
-    result = {}
-    for k, v in {**pooled, **per_batch}.items():
-        if v:
-            result[k] = summarize(v, unit(k))
-    return result
+    return _summaries({**pooled, **per_batch})
+
+
+def energy_metrics(batches: list[BatchTiming]) -> dict[str, MetricStats]:
+    """The batches' energy metrics (none for batches without an energy reading)."""
+    per_batch: dict[str, list[float]] = {k: [] for k in (
+        "avg_power_w", "energy_j", "tokens_per_joule", "energy_window_s",
+        "energy_batches_per_window")}
+    for b in (b for b in batches if b.energy_j is not None):
+        out_tok = sum(r.output_tokens for r in b.requests)
+        per_batch["energy_j"].append(b.energy_j)
+        per_batch["avg_power_w"].append(b.avg_power_w if b.avg_power_w is not None
+                                        else b.energy_j / b.latency_s)
+        if b.energy_j > 0:
+            per_batch["tokens_per_joule"].append(out_tok / b.energy_j)
+        if b.energy_window_s is not None:
+            per_batch["energy_window_s"].append(b.energy_window_s)
+            per_batch["energy_batches_per_window"].append(b.energy_batches)
+    return _summaries(per_batch)
+
+
+def _summaries(values: dict[str, list[float]]) -> dict[str, MetricStats]:
+    return {k: summarize(v, unit(k)) for k, v in values.items() if v}
 
 
 def inflight_mean(timelines: list[RequestTimeline], window: tuple[float, float]) -> float:

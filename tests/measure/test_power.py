@@ -11,8 +11,10 @@ from llmbench.measure import power
 from llmbench.measure.power import COUNTER, SAMPLED, EnergyMeter, NvmlMeter, RaplMeter, open_meter
 
 
-def fake_nvml(energy_mj=None, power_mw=250_000, counter_fails_after=None):
-    """A pynvml with per-handle energy counters (mJ) and power (mW)."""
+def fake_nvml(energy_mj=None, power_mw=250_000, counter_fails_after=None, gate=None):
+    """A pynvml with per-handle energy counters (mJ) and power (mW). With `gate` (an Event),
+    every read after the probe and a window's opening read waits for it, as a slow NVML read
+    would."""
     nv = types.ModuleType("pynvml")
 
     class NVMLError(Exception):
@@ -25,6 +27,8 @@ def fake_nvml(energy_mj=None, power_mw=250_000, counter_fails_after=None):
 
     def energy(h):
         state["reads"] += 1
+        if gate is not None and state["reads"] > 2:
+            state["waited"] = not gate.wait(5)  # True: nobody opened it (a hung test, not a pass)
         if h not in state["energy"]:
             raise NVMLError("Not Supported")
         if counter_fails_after is not None and state["reads"] > counter_fails_after:
@@ -57,7 +61,7 @@ def test_the_counter_is_probed_once_a_process_not_once_a_point(nvml):
     assert nv.state["reads"] == 1 and m.has_counter
     with m.window() as w:
         pass
-    assert nv.state["reads"] == 3 and w.energy_j == pytest.approx(1.0)
+    assert w.energy_j == pytest.approx(1.0) and nv.state["reads"] == 3  # settled: both ends read
 
 
 def test_a_device_without_a_counter_is_remembered_as_such(nvml):
@@ -196,10 +200,56 @@ def test_observer_names_the_periods_its_windows_sampled_at(nvml):
     with m.window(sample_period_s=0.01) as w:
         time.sleep(0.05)
     assert w.method == SAMPLED and w.power_samples_w
+    m.settle()  # the first window's reader thread is counted once settled
     assert m.sampled == {1.0: 1, 0.01: 1}
-    assert m.observer() == ("nvml: energy counter read at both ends of the window; power sampled "
-                            "by a thread inside it every 10 ms in 1 window(s), every 1000 ms in "
-                            "1 window(s) (sampling=auto)")
+    assert m.observer() == ("nvml: energy counter read at both ends of the window by a reader "
+                            "thread beside it; power sampled by a thread inside it every 10 ms in "
+                            "1 window(s), every 1000 ms in 1 window(s) (sampling=auto)")
     m.reset()
     assert not m.sampled and not m.used
-    assert m.observer().endswith("no sampling thread (sampling=auto)")
+    assert m.observer().endswith("by a reader thread beside it; no power sampling (sampling=auto)")
+
+
+def test_nvml_reads_the_closing_counter_aside_and_settles_it_when_asked(nvml):
+    # The closing read (~4 ms on an H200) must not hold up the caller: it waits on a gate
+    # that only the caller opens, after the window has closed. Were the read taken on the
+    # caller's thread, the window could not close before the gate opened (5 s, then `waited`).
+    import threading
+
+    gate = threading.Event()
+    nv = nvml(energy_mj={0: 10_000}, gate=gate)   # probe: read 1; opening: read 2; closing: 3
+    m = open_meter("cuda:0", sampling="off")
+    with m.window() as w:
+        time.sleep(0.01)
+    assert w._settle is not None            # the closing read is still out
+    gate.set()
+    # the counter advanced 1 J at every read: 12 J at the opening read, 13 J at the closing
+    assert w.energy_j == pytest.approx(1.0) and w.method == COUNTER
+    assert nv.state["reads"] == 3 and not nv.state.get("waited")
+    assert w.t_read0 < w.t_read1 and w.t_read1 > w.t_end  # the closing read began after the end
+    assert w.avg_power_w == pytest.approx(1.0 / (w.t_read1 - w.t_read0))  # J over their span
+    assert m.describe()["windows_by_method"] == {COUNTER: 1}
+
+
+def test_describe_settles_every_window_still_out(nvml):
+    nvml(energy_mj={0: 0})
+    m = open_meter("cuda:0", sampling="off")
+    wins = []
+    for _ in range(3):
+        with m.window() as w:
+            pass
+        wins.append(w)
+    assert m.describe()["windows_by_method"] == {COUNTER: 3}  # no window left unsettled
+    assert [w._settle for w in wins] == [None] * 3
+    # each window: its own two reads, 1 J apart (the probe was read 1)
+    assert [w.energy_j for w in wins] == [pytest.approx(1.0)] * 3
+
+
+def test_an_inline_meter_reads_both_ends_on_the_callers_thread(tmp_path):
+    # RAPL's sysfs read is cheap: no reader thread, the window is settled when it closes
+    root = rapl_dir(tmp_path, {"intel-rapl:0": (1_000_000, 10**12)})
+    m = open_meter("cpu", powercap=root)
+    with m.window() as w:
+        (root / "intel-rapl:0" / "energy_uj").write_text("4000000\n")
+    assert w._settle is None and w.energy_j == pytest.approx(3.0)
+    assert w.t_read0 < w.t_start <= w.t_end < w.t_read1

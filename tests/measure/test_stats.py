@@ -53,3 +53,24 @@ def test_ci_covers_the_true_mean_about_95_percent_at_two_repeats():
                for s in (summarize(rng.normal(0.0, 1.0, size=2), "s", keep_samples=False)
                          for _ in range(400)))
     assert 0.92 * 400 <= hits <= 0.98 * 400, hits
+
+
+def test_t_critical_is_scipys_and_asked_of_scipy_once_per_dof(monkeypatch):
+    import math
+
+    from scipy import stats as scipy_stats
+
+    from llmbench.measure import stats
+
+    stats.t_critical.cache_clear()
+    calls = []
+    real = scipy_stats.t.ppf
+    monkeypatch.setattr(scipy_stats.t, "ppf", lambda q, dof: calls.append(dof) or real(q, dof))
+    for _ in range(3):
+        summarize([1.0, 3.0], "s")
+        summarize([1.0, 2.0, 4.0], "s")
+    assert calls == [1, 2]                                    # cached: once per dof
+    assert stats.t_critical(1) == pytest.approx(math.tan(math.pi * 0.475))  # df 1: Cauchy
+    p = 0.975
+    assert stats.t_critical(2) == pytest.approx((2 * p - 1) / math.sqrt(2 * p * (1 - p)))
+    stats.t_critical.cache_clear()

@@ -3,7 +3,7 @@
 import pytest
 
 from llmbench.measure.timeline import BatchTiming, RequestTimeline
-from llmbench.metrics import offline_metrics
+from llmbench.metrics import energy_metrics, offline_metrics
 
 
 def tl(ref, times, ks=None, prompt=10):
@@ -60,6 +60,7 @@ def test_offline_batch_metrics():
 
 def test_energy_metrics_when_metered():
     b = BatchTiming(0.0, 2.0, [tl(0.0, [1.0, 2.0])], energy_j=300.0)
-    m = offline_metrics([b], input_len=10)
+    m = energy_metrics([b])
+    assert "energy_j" not in offline_metrics([b], input_len=10)  # timing only
     assert m["avg_power_w"].mean == pytest.approx(150.0)
     assert m["tokens_per_joule"].mean == pytest.approx(2 / 300.0)

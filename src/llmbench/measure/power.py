@@ -7,6 +7,12 @@ package counters when readable (a counter that wrapped inside the window is unwr
 max_energy_range_uj). Anywhere else the meter says why it is unavailable; a missing reading is
 recorded as absent, never as zero.
 
+An NVML counter read costs ~4 ms on an H200 (ctypes: the GIL is released while it runs), so
+an NvmlMeter reads both ends of a window on a reader thread beside it: the point's other
+bookkeeping runs meanwhile and the window's energy is settled when it is first asked for. The
+counter then spans the two reads' midpoints (`counter_span_s`), a few ms off the window's own
+edges, which is far inside the counter's own update granularity (MIN_RELIABLE_WINDOW_S).
+
 Each window says how its energy was obtained (`method`): the counter, or, when the counter is
 missing or unusable for that window, the mean sampled power x the window's duration. The meter
 counts the methods its windows used and `describe()` (what a record's `power` holds) names
@@ -22,6 +28,7 @@ import glob
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,18 +43,45 @@ COUNTER, SAMPLED = "total-energy counter", "sampled power x time"
 class EnergyWindow:
     t_start: float = 0.0
     t_end: float = 0.0
-    energy_j: float | None = None
-    method: str | None = None       # COUNTER or SAMPLED; None when no energy was obtained
     power_samples_w: list[float] = field(default_factory=list)
+    t_read0: float | None = None  # midpoints of the counter's two reads (perf_counter)
+    t_read1: float | None = None
+    _energy_j: float | None = None
+    _method: str | None = None
+    _settle: Callable[[], None] | None = field(default=None, repr=False)
+
+    @property
+    def energy_j(self) -> float | None:
+        self.settle()
+        return self._energy_j
+
+    @property
+    def method(self) -> str | None:  # COUNTER or SAMPLED; None when no energy was obtained
+        self.settle()
+        return self._method
+
+    def settle(self) -> None:
+        """Wait for a reader thread's closing read, if one is still out, and take its energy."""
+        if self._settle is not None:
+            done, self._settle = self._settle, None
+            done()
 
     @property
     def duration_s(self) -> float:
         return self.t_end - self.t_start
 
     @property
+    def counter_span_s(self) -> float:
+        """The time the energy covers: between the counter's reads, else the window's."""
+        if self.t_read0 is not None and self.t_read1 is not None:
+            return self.t_read1 - self.t_read0
+        return self.duration_s
+
+    @property
     def avg_power_w(self) -> float | None:
-        if self.energy_j is not None and self.duration_s > 0:
-            return self.energy_j / self.duration_s
+        span = self.counter_span_s if self.method == COUNTER else self.duration_s
+        if self.energy_j is not None and span > 0:
+            return self.energy_j / span
         if self.power_samples_w:
             return sum(self.power_samples_w) / len(self.power_samples_w)
         return None
@@ -57,6 +91,7 @@ class EnergyMeter:
     source = "none"
     available = False
     reads_power = False  # has an instantaneous power reading (_power_w) to sample
+    reads_aside = False  # reads the counter on a reader thread (a slow read: NVML's)
 
     # The sampling thread wakes inside the measured window and takes the GIL from the engine's
     # Python loop. Its samples only matter when the counter gives no energy, so it samples
@@ -73,15 +108,20 @@ class EnergyMeter:
         self.sampling = sampling
         self.used: Counter[str] = Counter()  # windows per method actually used
         self.sampled: Counter[float] = Counter()  # windows per sampling period (s) used
+        self._unsettled: list[EnergyWindow] = []  # windows whose reader thread may still read
 
     def observer(self) -> str | None:
         """What this meter did while its windows were measured (a record's `observers`);
         None when it did nothing there."""
         if not self.available:
             return None
+        self.settle()
         counter = "energy counter read at both ends of the window"
+        if self.reads_aside:  # the thread waits in NVML with the GIL released
+            counter += " by a reader thread beside it"
         if not self.sampled:
-            return f"{self.source}: {counter}; no sampling thread (sampling={self.sampling})"
+            none = "no power sampling" if self.reads_aside else "no sampling thread"
+            return f"{self.source}: {counter}; {none} (sampling={self.sampling})"
         periods = ", ".join(f"every {period * 1000:.0f} ms in {n} window(s)"
                             for period, n in sorted(self.sampled.items()))
         return f"{self.source}: {counter}; power sampled by a thread inside it {periods} " \
@@ -89,6 +129,7 @@ class EnergyMeter:
 
     def reset(self) -> None:
         """Forget the windows so far (a serving session measures many points)."""
+        self.settle()
         self.used.clear()
         self.sampled.clear()
 
@@ -98,6 +139,7 @@ class EnergyMeter:
 
     def _methods(self) -> dict:
         """The method the windows so far actually used (absent before any window read)."""
+        self.settle()
         if not self.used:
             return {}
         method = next(iter(self.used)) if len(self.used) == 1 else \
@@ -128,42 +170,83 @@ class EnergyMeter:
             return dense_s
         return max(self.BACKUP_PERIOD_S, dense_s)
 
+    def settle(self) -> None:
+        """Settle every window whose reader thread may still be reading."""
+        while self._unsettled:
+            self._unsettled.pop(0).settle()
+
     @contextmanager
     def window(self, sample_period_s: float | None = None):
         """sample_period_s: the dense sampling period (SAMPLE_PERIOD_S unless given)."""
         w = EnergyWindow()
         stop = threading.Event()
-        e0 = self._read()
-        period = self.sample_period_s(e0, sample_period_s)
+        ends: list = []  # the counter's opening and closing readings
 
-        def sample():
+        def read(at: str) -> None:
+            t0 = time.perf_counter()
+            ends.append(self._read())
+            setattr(w, at, (t0 + time.perf_counter()) / 2)
+
+        periods: list[float] = []  # counted in self.sampled when settled, on the caller's thread
+
+        def opening() -> float | None:
+            read("t_read0")
+            period = self.sample_period_s(ends[0], sample_period_s)
+            if period is not None:
+                periods.append(period)
+            return period
+
+        def sample(period: float) -> None:
             while not stop.wait(period):
                 p = self._power_w()
                 if p is not None:
                     w.power_samples_w.append(p)
 
+        def aside() -> None:  # the reader thread: both reads, and the samples between them
+            period = opening()
+            if period is None:
+                stop.wait()
+            else:
+                sample(period)
+            read("t_read1")
+
         th = None
-        if period is not None:
-            th = threading.Thread(target=sample, daemon=True)
+        if self.reads_aside:
+            th = threading.Thread(target=aside, name="llmbench-energy", daemon=True)
             th.start()
-            self.sampled[period] += 1
+        else:
+            period = opening()
+            if period is not None:
+                th = threading.Thread(target=sample, args=(period,), daemon=True)
+                th.start()
         w.t_start = time.perf_counter()
         try:
             yield w
         finally:
             w.t_end = time.perf_counter()
-            e1 = self._read()
-            if th is not None:
-                stop.set()
-                th.join()
-            delta = self._delta_j(e0, e1) if e0 is not None and e1 is not None else None
-            if delta is not None:
-                w.energy_j, w.method = delta, COUNTER
-            elif w.power_samples_w:
-                w.energy_j = sum(w.power_samples_w) / len(w.power_samples_w) * w.duration_s
-                w.method = SAMPLED
-            if w.method:
-                self.used[w.method] += 1
+            stop.set()
+            if not self.reads_aside:
+                read("t_read1")
+
+            def settle() -> None:
+                if th is not None:
+                    th.join()
+                e0, e1 = ends
+                delta = self._delta_j(e0, e1) if e0 is not None and e1 is not None else None
+                if delta is not None:
+                    w._energy_j, w._method = delta, COUNTER
+                elif w.power_samples_w:
+                    w._energy_j = sum(w.power_samples_w) / len(w.power_samples_w) * w.duration_s
+                    w._method = SAMPLED
+                if w._method:
+                    self.used[w._method] += 1
+                self.sampled.update(periods)
+
+            w._settle = settle
+            if self.reads_aside:
+                self._unsettled.append(w)
+            else:
+                w.settle()
 
 
 # NVML indices -> whether their energy counters read: a property of the devices and driver,
@@ -175,6 +258,7 @@ class NvmlMeter(EnergyMeter):
     source = "nvml"
     available = True
     reads_power = True
+    reads_aside = True  # ~4 ms a read on an H200
 
     def __init__(self, indices: list[int], sampling: str = "auto"):
         import pynvml

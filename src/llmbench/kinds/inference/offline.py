@@ -18,10 +18,10 @@ from __future__ import annotations
 import time
 
 from llmbench.backends.base import Backend
-from llmbench.measure.power import MIN_RELIABLE_WINDOW_S, EnergyMeter
+from llmbench.measure.power import MIN_RELIABLE_WINDOW_S, EnergyMeter, EnergyWindow
 from llmbench.measure.stats import summarize
 from llmbench.measure.timeline import BatchTiming
-from llmbench.metrics import last_token_time, metric, offline_metrics
+from llmbench.metrics import energy_metrics, last_token_time, metric, offline_metrics
 from llmbench.kinds.inference.spec import Point
 from llmbench.store.record import MetricStats
 from llmbench.kinds.inference.prompts import make_prompts
@@ -42,6 +42,7 @@ def run_offline(backend: Backend, point: Point, meter: EnergyMeter,
         if on_repeat:
             on_repeat()
     batches: list[BatchTiming] = []
+    energy_windows: list[EnergyWindow] = []
     engine: dict[str, list[float]] = {}
     short = 0
     for rep in range(point.repeats):
@@ -62,17 +63,20 @@ def run_offline(backend: Backend, point: Point, meter: EnergyMeter,
                 tl.prompt_tokens = len(p)
             if tl.output_tokens != point.output_len:
                 short += 1
-        energy = win.energy_j
-        batches.append(BatchTiming(
-            t0, last_token_time(timelines, t_ret), timelines, t_return=t_ret,
-            energy_j=energy / n if energy is not None else None,
-            avg_power_w=energy / win.duration_s if energy is not None and win.duration_s > 0 else None,
-            energy_window_s=win.duration_s if energy is not None else None, energy_batches=n))
+        batches.append(BatchTiming(t0, last_token_time(timelines, t_ret), timelines,
+                                   t_return=t_ret, energy_batches=n))
+        energy_windows.append(win)
         for k, v in timings.items():
             engine.setdefault(k, []).append(v)
         if on_repeat:
             on_repeat()
     metrics = offline_metrics(batches, point.input_len)
+    # energy last: a reader thread's closing read (~4 ms with NVML) overlaps the summaries above
+    for b, win in zip(batches, energy_windows):
+        if (energy := win.energy_j) is not None:
+            b.energy_j, b.avg_power_w = energy / b.energy_batches, win.avg_power_w
+            b.energy_window_s = win.duration_s
+    metrics.update(energy_metrics(batches))
     for k, v in engine.items():  # the engine's own view, e.g. llama.cpp's perf counters
         known = metric(f"engine_{k}")  # a counter the catalog lacks has no known unit
         metrics[f"engine_{k}"] = summarize(v, known.unit if known else "")
