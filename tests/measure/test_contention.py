@@ -108,6 +108,44 @@ def test_a_window_lists_our_process_tree_once_at_each_edge(monkeypatch):
     assert len(calls) == 2 and watch.result()["gpu_other_pids"] == []
 
 
+def test_the_gpu_scan_waits_in_nvml_on_a_thread_and_result_takes_it(monkeypatch):
+    # NVML's process list took up to 2.75 ms a call on an H200: the window's closing scan
+    # must not hold up the caller. The fake's closing list waits on a gate only the caller
+    # opens after the window: were the scan on the caller's thread, the window could not close.
+    import threading
+
+    other = psutil.Process().parent().pid
+    gate, calls = threading.Event(), []
+
+    class GatedNvml(FakeNvml):
+        def nvmlDeviceGetComputeRunningProcesses(self, h):
+            calls.append(h)
+            if len(calls) == 2:  # the closing scan
+                calls.append("timed out" if not gate.wait(5) else "opened")
+                return super().nvmlDeviceGetComputeRunningProcesses(h) + [SimpleNamespace(pid=other)]
+            return super().nvmlDeviceGetComputeRunningProcesses(h)
+
+    watch = ContentionWatch([0], GatedNvml({0: [os.getpid()]}))
+    with watch.window():
+        pass
+    assert "opened" not in calls            # the window closed with its scan still out
+    gate.set()
+    r = watch.result()
+    assert calls == [0, 0, "opened"] and r["gpu_other_pids"] == [str(other)] and r["contended"]
+
+
+def test_a_failing_gpu_scan_is_named_not_raised():
+    class Broken(FakeNvml):
+        def nvmlDeviceGetComputeRunningProcesses(self, h):
+            raise RuntimeError("NVMLError_NotSupported")
+
+    watch = ContentionWatch([0], Broken({0: []}))
+    with watch.window():
+        pass
+    r = watch.result()
+    assert r["gpu_other_pids"] == [] and "cannot list GPU processes" in r["gpu_note"]
+
+
 def test_pids_from_another_namespace_count_all_but_one_per_device():
     # inside a container NVML reports host pids: none exists here, one per device is taken as ours
     watch = ContentionWatch([0], FakeNvml({0: [2**22 + 11, 2**22 + 12]}))
