@@ -222,9 +222,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--profile", type=int, default=0, metavar="N",
                     help="after the blocks, run N more whole points under cProfile and print "
                          "the functions that take their bookkeeping (outside the timed window)")
+    ap.add_argument("--breakdown", type=int, default=0, metavar="N",
+                    help="after the blocks, run N more whole points with each step of a point "
+                         "timed on the caller's thread (reader threads left out) and print them")
     a = ap.parse_args(argv)
-    if a.profile < 0:
-        ap.error(f"--profile: a number of points >= 0, not {a.profile}")
+    for flag in ("profile", "breakdown"):
+        if getattr(a, flag) < 0:
+            ap.error(f"--{flag}: a number of points >= 0, not {getattr(a, flag)}")
     return a
 
 
@@ -327,6 +331,7 @@ def main() -> None:
     wall, busy, own = time.perf_counter() - t0, busy_cpu_s() - busy0, time.process_time() - own0
     steal = (steal_cpu_s() - steal0) / (wall * (os.cpu_count() or 1))
     profile = profile_points(whole_point, a.profile) if a.profile else None
+    breakdown = breakdown_points(whole_point, be, a.breakdown) if a.breakdown else None
     be.close()
     other = max(busy - own, 0.0) / (wall * (os.cpu_count() or 1))
 
@@ -347,6 +352,8 @@ def main() -> None:
                   f"{cpu_s / m.SAMPLE_PERIOD_S:.3%} of the window's time")
     if profile:
         print(profile)
+    if breakdown:
+        print(breakdown)
     if a.dump:
         with open(a.dump, "w") as f:
             json.dump({"blocks": blocks, "bookkeeping_parts_s": parts}, f)
@@ -375,6 +382,97 @@ def profile_points(whole_point: Callable[[], tuple[float, float]], n: int, top: 
     pstats.Stats(prof, stream=out).sort_stats("cumulative").print_stats(
         r"llmbench/|pynvml|torch/cuda", top)
     return out.getvalue()
+
+
+class Sections:
+    """Wall time the caller's (main) thread spends in named functions, each net of the named
+    functions it calls (exclusive time). cProfile in Python 3.12 follows every thread, so it
+    counts the NVML reads a reader thread waits in as if they were the point's; this does not."""
+
+    def __init__(self, clock: Callable[[], float] = time.perf_counter):
+        self.clock = clock
+        self.totals: dict[str, float] = {}
+        self._stack: list[list] = []  # [name, start, time in named callees]
+        self._undo: list[tuple[object, str, object]] = []
+
+    def wrap(self, owner, attr: str, name: str | None = None) -> None:
+        """Time owner.attr (a module's function or a class's method) under `name`."""
+        real = getattr(owner, attr)
+        name = name or attr
+        sections = self
+
+        def timed(*args, **kwargs):
+            if threading.current_thread() is not threading.main_thread():
+                return real(*args, **kwargs)
+            sections._stack.append([name, sections.clock(), 0.0])
+            try:
+                return real(*args, **kwargs)
+            finally:
+                n, t0, inner = sections._stack.pop()
+                spent = sections.clock() - t0
+                sections.totals[n] = sections.totals.get(n, 0.0) + spent - inner
+                if sections._stack:
+                    sections._stack[-1][2] += spent
+
+        self._undo.append((owner, attr, owner.__dict__.get(attr, real)))
+        setattr(owner, attr, timed)
+
+    def restore(self) -> None:
+        for owner, attr, real in reversed(self._undo):
+            setattr(owner, attr, real)
+        self._undo.clear()
+
+
+def breakdown_points(whole_point: Callable[[], tuple[float, float]], backend, n: int) -> str:
+    """Where a point's bookkeeping goes on the caller's thread: n more whole points with the
+    steps of a point timed (Sections), each step's mean ms a point, and what no step holds."""
+    from llmbench.kinds.inference import kind, offline
+    from llmbench.measure import contention, gpm, power
+    from llmbench.store import Store
+
+    sec = Sections()
+    for owner, attr, name in (
+            (Store, "write", "store write"),
+            (kind.ContentionWatch, "for_device", "contention set-up"),
+            (kind.CounterWatch, "for_device", "counters set-up"), (kind, "open_meter", "meter set-up"),
+            (type(backend), "prepare", "backend.prepare"), (offline, "make_prompts", None),
+            (type(backend), "engine_timings", "backend.engine_timings"),
+            (type(backend), "memory_peak_gib", "backend.memory_peak_gib"),
+            (contention.ContentionWatch, "_ours", "contention: our process tree"),
+            (contention, "pids_cpu_s", "contention: our CPU times"),
+            (contention, "busy_cpu_s", "contention: machine CPU times"),
+            (contention.ContentionWatch, "_gpu_scan", "contention: GPU scan (thread start)"),
+            (contention.ContentionWatch, "result", "contention: result (scans taken)"),
+            (gpm.CounterWatch, "_edge", "counters: clocks/temperature edges"),
+            (gpm.CounterWatch, "_sample", "counters: GPM samples"),
+            (gpm.CounterWatch, "_metrics", "counters: GPM metrics"),
+            (gpm.CounterWatch, "result", "counters: result"),
+            (power.EnergyWindow, "settle", "energy: settle (waits for the reader)"),
+            (threading.Thread, "start", "thread starts"),
+            (offline, "offline_metrics", None), (offline, "energy_metrics", None),
+            (offline, "summarize", "summarize (engine, warm-up)"),
+            (kind, "observers", None), (kind, "gpm_attach", None)):
+        sec.wrap(owner, attr, name)
+    wholes = windows = 0.0
+    try:
+        for _ in range(n):
+            whole, lat = whole_point()
+            wholes, windows = wholes + whole, windows + lat
+    finally:
+        sec.restore()
+    return breakdown_text(sec.totals, n, wholes, windows)
+
+
+def breakdown_text(totals: dict[str, float], n: int, wholes: float, windows: float) -> str:
+    book = (wholes - windows) / n
+    lines = [f"breakdown of {n} whole points on the caller's thread: {wholes / n * 1e3:.2f} ms a "
+             f"point, of it the timed window {windows / n * 1e3:.2f} ms, bookkeeping "
+             f"{book * 1e3:.2f} ms; each step's own time (ms a point):"]
+    for name, t in sorted(totals.items(), key=lambda kv: -kv[1]):
+        lines.append(f"  {t / n * 1e3:8.3f}  {name}")
+    lines.append(f"  {book * 1e3 - sum(totals.values()) / n * 1e3:8.3f}  in no step named here "
+                 "(base_record and the roofline, timed above; run_offline's and run_point's own lines)")
+    return "\n".join(lines)
 
 
 LABELS = {"whole": "whole point", "window": "batch_latency_s", "generate": "Llama.generate"}

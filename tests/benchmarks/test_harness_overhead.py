@@ -108,3 +108,61 @@ def test_a_negative_profile_count_is_a_usage_error(capsys):
     with pytest.raises(SystemExit) as e:
         harness_overhead.parse_args(["--profile", "-1"])
     assert e.value.code == 2 and "--profile" in capsys.readouterr().err
+
+
+def test_a_negative_breakdown_count_is_a_usage_error(capsys):
+    import pytest
+
+    with pytest.raises(SystemExit) as e:
+        harness_overhead.parse_args(["--breakdown", "-3"])
+    assert e.value.code == 2 and "--breakdown" in capsys.readouterr().err
+
+
+def test_sections_give_each_step_its_own_time_on_the_callers_thread_only():
+    # A fake clock advanced by hand: outer runs 1 s itself around inner's 2 s; a call from
+    # another thread (a reader thread) is never counted. Worked out: outer 1 s, inner 2 s.
+    import threading
+    import types
+
+    now = [0.0]
+    mod = types.SimpleNamespace()
+
+    def inner():
+        now[0] += 2.0
+
+    def outer():
+        now[0] += 0.5
+        mod.inner()
+        now[0] += 0.5
+
+    mod.inner, mod.outer = inner, outer
+    sec = harness_overhead.Sections(clock=lambda: now[0])
+    sec.wrap(mod, "inner")
+    sec.wrap(mod, "outer")
+    mod.outer()
+    th = threading.Thread(target=mod.inner)
+    th.start()
+    th.join()
+    assert sec.totals == {"outer": 1.0, "inner": 2.0} and now[0] == 5.0
+    sec.restore()
+    assert mod.inner is inner and mod.outer is outer
+
+
+def test_sections_restore_a_class_method_as_it_was():
+    class Thing:
+        def f(self):
+            return 7
+
+    sec = harness_overhead.Sections()
+    sec.wrap(Thing, "f")
+    assert Thing().f() == 7 and "f" in sec.totals
+    sec.restore()
+    assert "f" in Thing.__dict__ and Thing.f.__name__ == "f" and Thing().f() == 7
+
+
+def test_breakdown_text_names_the_rest_that_no_step_holds():
+    # 2 points, wholes 0.100 s, windows 0.080 s: bookkeeping 10.00 ms a point; the steps hold
+    # 6 + 2 = 8 ms of it over the two points, 4.00 ms a point; 6.00 ms a point in no step
+    out = harness_overhead.breakdown_text({"a": 0.006, "b": 0.002}, 2, 0.100, 0.080)
+    assert "bookkeeping 10.00 ms" in out
+    assert "   3.000  a" in out and "   1.000  b" in out and "   6.000  in no step" in out

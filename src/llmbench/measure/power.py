@@ -109,6 +109,7 @@ class EnergyMeter:
         self.used: Counter[str] = Counter()  # windows per method actually used
         self.sampled: Counter[float] = Counter()  # windows per sampling period (s) used
         self._unsettled: list[EnergyWindow] = []  # windows whose reader thread may still read
+        self._reader: threading.Thread | None = None  # the latest window's reader thread
 
     def observer(self) -> str | None:
         """What this meter did while its windows were measured (a record's `observers`);
@@ -202,7 +203,11 @@ class EnergyMeter:
                 if p is not None:
                     w.power_samples_w.append(p)
 
+        prev = self._reader  # read in window order: the previous window's closing read first
+
         def aside() -> None:  # the reader thread: both reads, and the samples between them
+            if prev is not None:
+                prev.join()
             period = opening()
             if period is None:
                 stop.wait()
@@ -212,7 +217,7 @@ class EnergyMeter:
 
         th = None
         if self.reads_aside:
-            th = threading.Thread(target=aside, name="llmbench-energy", daemon=True)
+            th = self._reader = threading.Thread(target=aside, name="llmbench-energy", daemon=True)
             th.start()
         else:
             period = opening()
