@@ -74,3 +74,13 @@ def test_t_critical_is_scipys_and_asked_of_scipy_once_per_dof(monkeypatch):
     p = 0.975
     assert stats.t_critical(2) == pytest.approx((2 * p - 1) / math.sqrt(2 * p * (1 - p)))
     stats.t_critical.cache_clear()
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 10, 63, 64, 101, 1000])
+def test_percentiles_are_numpys_linear_ones(n):
+    from llmbench.measure.stats import percentiles
+
+    rng = np.random.default_rng(n)
+    for x in (rng.random(n), rng.lognormal(0, 2, n), np.round(rng.random(n) * 5)):
+        qs = (0, 1, 50, 90, 95, 99, 99.9, 100)
+        assert percentiles(x, qs) == list(np.percentile(x, qs))  # exactly numpy's

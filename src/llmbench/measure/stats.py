@@ -37,7 +37,7 @@ def summarize(values: Sequence[float], unit: str, keep_samples: bool = True) -> 
     n = int(arr.size)
     if n == 0:
         return MetricStats(unit=unit, n=0)
-    p50, p90, p95, p99 = (float(x) for x in np.percentile(arr, [50, 90, 95, 99]))
+    p50, p90, p95, p99 = percentiles(arr, (50, 90, 95, 99))
     lo = hi = None
     if n >= 2:
         lo, hi = mean_ci(arr)
@@ -48,3 +48,23 @@ def summarize(values: Sequence[float], unit: str, keep_samples: bool = True) -> 
         ci95_low=lo, ci95_high=hi,
         samples=[float(x) for x in arr[:MAX_SAMPLES_KEPT]] if keep_samples else None,
     )
+
+
+def percentiles(values: np.ndarray, qs: Sequence[float]) -> list[float]:
+    """numpy's default ("linear") percentiles: the value at rank (n - 1) q / 100 of the sorted
+    values, interpolated between its neighbours as numpy's _lerp does. np.percentile costs
+    ~36 us a call on a handful of values, and a point summarizes ~16 metrics (issue 24)."""
+    a = np.sort(values).tolist()
+    n = len(a)
+    out = []
+    for q in qs:
+        h = (n - 1) * (q / 100)
+        lo = int(h)
+        t = h - lo
+        if lo + 1 >= n or t == 0:
+            out.append(float(a[min(lo, n - 1)]))
+            continue
+        below, above = a[lo], a[lo + 1]
+        diff = above - below  # numpy's _lerp: from the nearer end, for a monotone result
+        out.append(float(above - diff * (1 - t) if t >= 0.5 else below + diff * t))
+    return out
