@@ -97,7 +97,10 @@ def test_two_gpus_two_windows_duration_weighted():
         nv.run(2.0, g0={DRAM: 85.7, SM: 96, TENSOR: 10, OCC: 40}, g1={DRAM: 80.0, SM: 90, TENSOR: 12, OCC: 30})
     with w.window():
         nv.run(6.0, g0={DRAM: 20.0, SM: 50, TENSOR: 70, OCC: 20}, g1={DRAM: 30.0, SM: 60, TENSOR: 80, OCC: 10})
-    nv.run(50.0, g0={DRAM: 99.0}, g1={DRAM: 99.0})  # between windows: never counted
+    # the closing reads are taken on a thread as the window closes, while the point's
+    # bookkeeping leaves the GPU idle: the work after them is never counted
+    w.settle()
+    nv.run(50.0, g0={DRAM: 99.0}, g1={DRAM: 99.0})
     r = w.result()
     g0 = (2 * 85.7 + 6 * 20) / 8
     g1 = (2 * 80 + 6 * 30) / 8
@@ -245,3 +248,30 @@ def test_observer_says_what_is_read_around_the_window():
     unsupported = watch(fake_nvml(1, supported=False), 1).observer()
     assert unsupported.startswith("NVML clocks,") and "GPM" not in unsupported
     assert CounterWatch.for_device("cpu").observer() is None  # reads nothing: not an observer
+
+
+def test_the_closing_gpm_sample_is_taken_beside_the_point_and_result_waits_for_it():
+    # A GPM sample took ~1.9 ms on an H200: the window's closing sample must not hold up the
+    # caller. The fake's closing sample waits on a gate only the caller opens after the window
+    # has closed; were it taken on the caller's thread the window could not close (5 s, then
+    # `waited`). The opening sample comes before the window, on the caller's thread.
+    import threading
+
+    nv = fake_nvml(1)
+    gate, real_get, gets = threading.Event(), nv.nvmlGpmSampleGet, []
+
+    def gated(h, s):
+        gets.append(threading.current_thread() is threading.main_thread())
+        if len(gets) == 2:
+            nv.state["waited"] = not gate.wait(5)
+        return real_get(h, s)
+
+    nv.nvmlGpmSampleGet = gated
+    w = watch(nv, 1)
+    with w.window():
+        nv.run(4.0, g0={DRAM: 50.0})
+    assert gets[0] is True and "waited" not in nv.state  # closed; the closing sample still out
+    gate.set()
+    r = w.result()
+    assert gets == [True, False] and not nv.state["waited"] and r["dram_bw_util_pct"] == pytest.approx(50.0)
+    assert r["windows"] == 1 and r["window_s"] == pytest.approx(4.0)

@@ -3,7 +3,9 @@ clocks, clock-event (throttle) reasons and temperature at each window's edges.
 
 GPM metrics are computed by NVML between two samples (`nvmlGpmSampleGet` before and after the
 window, then `nvmlGpmMetricsGet`): no sampling thread, and the reads sit outside the timed window
-(the energy meter's window is inside ours), so they cost the measurement nothing. Every GPU of
+(the energy meter's window is inside ours), so they cost the measurement nothing. The closing
+ones are taken on a thread as the window closes (CounterWatch.window), beside the point's
+bookkeeping. Every GPU of
 the point is read (tensor / pipeline parallel: never GPU 0 alone).
 
 A record's `hardware_counters` is either `{"absent": reason}` (CPU run, no NVML, no permission)
@@ -21,6 +23,7 @@ idle 1-4%.
 from __future__ import annotations
 
 import contextlib
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -65,6 +68,7 @@ class CounterWatch:
         self.handles: list = []
         self.gpm_reason: str | None = None
         self.gpm_ids: dict[str, int] = {}
+        self._pending: list[tuple[threading.Thread, dict, float]] = []  # windows not yet taken
         if nvml is not None and absent is None:
             self._open()
         self.reset()
@@ -110,6 +114,8 @@ class CounterWatch:
 
     def reset(self) -> None:
         """Forget the windows so far (a serving session measures many points)."""
+        self.settle()  # a read still out belongs to the windows forgotten
+        self._pending.clear()
         self.windows = 0
         self.window_s = 0.0
         self.short_windows = 0
@@ -171,53 +177,88 @@ class CounterWatch:
                 self.metric_errors[n] = f"NVML returned {m.nvmlReturn} for {GPM_METRICS[n]}"
         return out
 
+    def _samples(self) -> list:
+        n = len(self.handles)
+        if not self.gpm:
+            return [None] * n
+        try:
+            return [self._sample(h) for h in self.handles]
+        except Exception as e:
+            self.gpm_reason = f"nvmlGpmSampleGet failed: {type(e).__name__}: {e}"
+            return [None] * n
+
     @contextlib.contextmanager
     def window(self):
+        """The opening reads are taken here, before the window; the closing ones on a thread
+        that wakes as the window closes: a GPM sample took ~1.9 ms on an H200 (2026-12-03),
+        waiting in NVML with the GIL released, so the point's bookkeeping goes on meanwhile
+        (the GPU is idle then). result() takes the windows."""
         if self.absent is not None or not self.handles:
             yield self
             return
-        starts = [self._edge(h) for h in self.handles]
-        samples0 = [None] * len(self.handles)
-        if self.gpm:
-            try:
-                samples0 = [self._sample(h) for h in self.handles]
-            except Exception as e:
-                self.gpm_reason = f"nvmlGpmSampleGet failed: {type(e).__name__}: {e}"
+        self.settle()  # the previous window's closing reads come before this one's opening
+        read = {"starts": [self._edge(h) for h in self.handles], "samples0": self._samples()}
+        stop = threading.Event()
+
+        def closing() -> None:
+            stop.wait()
+            read["samples1"] = self._samples() if None not in read["samples0"] \
+                else [None] * len(self.handles)
+            read["ends"] = [self._edge(h) for h in self.handles]
+            read["metrics"] = [self._window_metrics(s0, s1)
+                               for s0, s1 in zip(read["samples0"], read["samples1"])]
+
+        th = threading.Thread(target=closing, name="llmbench-counters", daemon=True)
+        th.start()
         t0 = self.clock()
         try:
             yield self
         finally:
             dt = self.clock() - t0
-            samples1 = [None] * len(self.handles)
-            if self.gpm and None not in samples0:
-                try:
-                    samples1 = [self._sample(h) for h in self.handles]
-                except Exception as e:
-                    self.gpm_reason = f"nvmlGpmSampleGet failed: {type(e).__name__}: {e}"
-            ends = [self._edge(h) for h in self.handles]
+            stop.set()
+            self._pending.append((th, read, dt))
+
+    def _window_metrics(self, s0, s1) -> dict[str, float] | None:
+        """NVML's metrics between a window's two samples (None without both), samples freed."""
+        m = None
+        if s0 is not None and s1 is not None:
+            try:
+                m = self._metrics(s0, s1)
+            except Exception as e:
+                self.gpm_reason = f"nvmlGpmMetricsGet failed: {type(e).__name__}: {e}"
+        for s in (s0, s1):
+            if s is not None:
+                with contextlib.suppress(Exception):
+                    self.nvml.nvmlGpmSampleFree(s)
+        return m
+
+    def settle(self) -> None:
+        """Wait until every window's closing reads are in (they run on the windows' threads)."""
+        for th, _, _ in self._pending:
+            th.join()
+
+    def _take_windows(self) -> None:
+        """Add the windows read so far to the point's sums."""
+        self.settle()
+        for _, read, dt in self._pending:
             self.windows += 1
             self.window_s += dt
             self.short_windows += dt < MIN_GPM_WINDOW_S
-            for g, h in enumerate(self.handles):
-                if samples0[g] is not None and samples1[g] is not None:
-                    try:
-                        for n, v in self._metrics(samples0[g], samples1[g]).items():
-                            self.sums[g][n] = self.sums[g].get(n, 0.0) + v * dt
-                            self.dts[g][n] = self.dts[g].get(n, 0.0) + dt
-                    except Exception as e:
-                        self.gpm_reason = f"nvmlGpmMetricsGet failed: {type(e).__name__}: {e}"
-                    for s in (samples0[g], samples1[g]):
-                        with contextlib.suppress(Exception):
-                            self.nvml.nvmlGpmSampleFree(s)
+            for g in range(len(self.handles)):
+                if read["metrics"][g] is not None:
+                    for n, v in read["metrics"][g].items():
+                        self.sums[g][n] = self.sums[g].get(n, 0.0) + v * dt
+                        self.dts[g][n] = self.dts[g].get(n, 0.0) + dt
                 if self.first[g] is None:
-                    self.first[g] = starts[g]
-                self.last[g] = ends[g]
-                for edge in (starts[g], ends[g]):
+                    self.first[g] = read["starts"][g]
+                self.last[g] = read["ends"][g]
+                for edge in (read["starts"][g], read["ends"][g]):
                     self.throttle[g] |= THROTTLE.intersection(edge.get("clocks_event_reasons", ()))
                     c = edge.get("sm_clock_mhz")
                     if c is not None:
                         m = self.min_sm_clock[g]
                         self.min_sm_clock[g] = c if m is None else min(m, c)
+        self._pending.clear()
 
     def observer(self) -> str | None:
         """What the watch does around a measured window (a record's `observers`); None when it
@@ -230,6 +271,7 @@ class CounterWatch:
 
     # -- the record's section --------------------------------------------------------------
     def result(self) -> dict[str, Any]:
+        self._take_windows()
         if self.absent is not None:
             return {"absent": self.absent}
         if not self.windows:
