@@ -110,9 +110,10 @@ def _map_values(s: pd.Series, f) -> pd.Series:
     return pd.Series(labels[codes], index=s.index, dtype=object)
 
 
-def _label_rows(f, *cols: pd.Series) -> np.ndarray:
+def _label_rows(f, *cols: pd.Series, dtype: str = "str"):
     """f(*values) of every row (None for a missing value), called once per distinct combination
-    of the columns' values: string arithmetic over 100,000 rows cost 0.09 s of a cold open."""
+    of the columns' values: string arithmetic over 100,000 rows cost 0.09 s of a cold open, and
+    building the text column from every row's string 0.06 s (it is taken from the labels)."""
     codes, vals = [], []
     for c in cols:
         k, u = pd.factorize(c)  # missing values get code -1: None, last
@@ -124,8 +125,10 @@ def _label_rows(f, *cols: pd.Series) -> np.ndarray:
     inverse, combos = pd.factorize(key)
     first = np.empty(len(combos), np.int64)
     first[inverse[::-1]] = np.arange(len(key))[::-1]  # a row of each combination
-    labels = np.array([f(*(v[k[r]] for k, v in zip(codes, vals))) for r in first], dtype=object)
-    return labels[inverse]
+    labels = [f(*(v[k[r]] for k, v in zip(codes, vals))) for r in first]
+    if dtype == "str":
+        return pd.array(labels, dtype="str").take(inverse)
+    return np.array(labels, dtype=object)[inverse]
 
 
 def _text(v, missing: str = "") -> str:
@@ -171,8 +174,8 @@ def enrich(df: pd.DataFrame) -> pd.DataFrame:
     kind, tool = _col(df, "kind"), _col(df, "source_tool")
     hw, eng = _col(df, "hardware"), _col(df, "backend")
 
-    def text(labels: np.ndarray) -> pd.Series:
-        return pd.Series(labels, index=df.index, dtype="str")
+    def text(labels) -> pd.Series:
+        return pd.Series(labels, index=df.index)
 
     df["source"] = text(_label_rows(_source, kind, tool))
     df["system"] = text(_label_rows(
@@ -181,7 +184,7 @@ def enrich(df: pd.DataFrame) -> pd.DataFrame:
     df["engine"] = text(_label_rows(_engine, eng, kind, tool))
     df["parallelism"] = pd.Series(_label_rows(_parallelism, _col(df, "tensor_parallel"),
                                               _col(df, "pipeline_parallel"),
-                                              _col(df, "expert_parallel")),
+                                              _col(df, "expert_parallel"), dtype="object"),
                                   index=df.index, dtype=object)
     df["dtype"] = text(_label_rows(_dtype, _col(df, "weight_dtype"), _col(df, "weight_quant"),
                                    _col(df, "kv_cache_dtype")))
