@@ -32,3 +32,19 @@ def test_compare_view_rows_and_app_tab(tmp_path):
 
     app = create_app(tmp_path, poll_s=60)
     assert "cmp-base" in str(app.layout()) and any("cmp-out" in k for k in app.callback_map)
+
+
+def test_run_ids_are_the_directories_holding_a_record(tmp_path):
+    """Known answers: a run with records, one without, a hidden one, a directory whose only
+    .json is itself a directory, a linked run, and files beside the runs (not runs)."""
+    for d, files in {"A": ["r1.json", "r2.json"], "B": ["notes.txt"], ".hidden": ["r.json"],
+                     "C": [], "D": [".r.json"], "E": ["r.JSON"]}.items():
+        (tmp_path / d).mkdir()
+        for f in files:
+            (tmp_path / d / f).write_text("{}")
+    (tmp_path / "C" / "sub.json").mkdir()   # glob('*.json') matches a directory too
+    (tmp_path / "top.json").write_text("{}")
+    (tmp_path / "L").symlink_to(tmp_path / "A", target_is_directory=True)
+    assert view.run_ids(tmp_path) == [".hidden", "A", "C", "D", "L"]
+    assert view.run_ids(tmp_path / "missing") == []
+    assert view.run_ids(tmp_path / "top.json") == []

@@ -4,6 +4,7 @@ shared metric with its 95% Welch interval and verdict (analysis/compare.py, the 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from dash import Input, Output, dcc, html
@@ -14,9 +15,21 @@ from llmbench.store.store import Store
 
 
 def run_ids(results: Path | str) -> list[str]:
+    """The run directories that hold a record (a name ending in .json, as glob('*.json') sees
+    it); listed with scandir, stopping at the first: globbing 1,000 runs cost 0.06 s of a page."""
     root = Path(results)
-    return sorted(p.name for p in root.iterdir() if p.is_dir() and any(p.glob("*.json"))) \
-        if root.is_dir() else []
+    if not root.is_dir():
+        return []
+    with os.scandir(root) as it:
+        return sorted(e.name for e in it if e.is_dir() and _has_json(e.path))
+
+
+def _has_json(d: str) -> bool:
+    try:
+        with os.scandir(d) as it:
+            return any(e.name.endswith(".json") for e in it)
+    except OSError:
+        return False
 
 
 def rows(results: Path | str, base: str | None, new: str | None, metric: str | None = None,

@@ -110,6 +110,60 @@ def _map_values(s: pd.Series, f) -> pd.Series:
     return pd.Series(labels[codes], index=s.index, dtype=object)
 
 
+def _label_rows(f, *cols: pd.Series, dtype: str = "str"):
+    """f(*values) of every row (None for a missing value), called once per distinct combination
+    of the columns' values: string arithmetic over 100,000 rows cost 0.09 s of a cold open, and
+    building the text column from every row's string 0.06 s (it is taken from the labels)."""
+    codes, vals = [], []
+    for c in cols:
+        k, u = pd.factorize(c)  # missing values get code -1: None, last
+        codes.append(np.where(k < 0, len(u), k))
+        vals.append([*u, None])
+    key = codes[0]
+    for k, v in zip(codes[1:], vals[1:]):
+        key = pd.factorize(key * len(v) + k)[0]  # (renumbered: no overflow, however many columns)
+    inverse, combos = pd.factorize(key)
+    first = np.empty(len(combos), np.int64)
+    first[inverse[::-1]] = np.arange(len(key))[::-1]  # a row of each combination
+    labels = [f(*(v[k[r]] for k, v in zip(codes, vals))) for r in first]
+    if dtype == "str":
+        return pd.array(labels, dtype="str").take(inverse)
+    return np.array(labels, dtype=object)[inverse]
+
+
+def _text(v, missing: str = "") -> str:
+    """A value as `fillna(missing).astype(str)` spells it."""
+    return missing if v is None or (isinstance(v, float) and np.isnan(v)) else str(v)
+
+
+def _count_label(c) -> str:
+    return "" if _label_num(c) in ("", "1") else f" ×{_label_num(c)}"
+
+
+def _source(kind, tool) -> str:
+    # own | reference (the published study) | imported: TOOL (another benchmark tool's results)
+    if kind == "reference":
+        return "reference"
+    return "own" if tool is None else "imported: " + _text(tool)
+
+
+def _engine(eng, kind, tool) -> str:
+    e = _text(eng, "?")
+    if tool is not None:
+        return f"{e} ({_text(tool)})"
+    return e + " (own)" if _source(kind, tool) == "own" else e
+
+
+def _parallelism(tp, pp, ep) -> str:
+    par = f"TP{_label_num(tp) or '1'}·PP{_label_num(pp) or '1'}"
+    return par if _label_num(ep) in ("", "1") else f"{par}·EP{_label_num(ep)}"
+
+
+def _dtype(wd, wq, kd) -> str:
+    w = _text(wq) or _text(wd) or "auto"
+    return f"w={w} · kv={_text(kd) or 'auto'}"
+
+
 def enrich(df: pd.DataFrame) -> pd.DataFrame:
     """The derived columns added to `df` in place (load's own frame, fresh from the index: a
     copy of 100,000 rows cost 0.1 s of a cold open), and `df` returned."""
@@ -117,28 +171,23 @@ def enrich(df: pd.DataFrame) -> pd.DataFrame:
         for c in ["source", "kind", "status", *DERIVED, "hardware", "backend", "model"]:
             df[c] = pd.Series(dtype=object)
         return df
-    tool = _col(df, "source_tool")
-    # own | reference (the published study) | imported: TOOL (another benchmark tool's results)
-    df["source"] = np.where(df["kind"] == "reference", "reference",
-                            np.where(tool.notna(), "imported: " + tool.fillna("").astype(str), "own"))
-    hw = _col(df, "hardware").fillna("?").astype(str)
-    cnt = _col(df, "hardware_count").fillna(1)
-    cnt_lbl = _map_values(cnt, lambda c: "" if _label_num(c) in ("", "1") else f" ×{_label_num(c)}")
-    eng = _col(df, "backend").fillna("?").astype(str)
-    df["system"] = hw + cnt_lbl + " · " + eng
-    df["engine"] = eng.where(df["source"] != "own", eng + " (own)")
-    df["engine"] = df["engine"].where(tool.isna(), eng + " (" + tool.fillna("").astype(str) + ")")
-    tp = _map_values(_col(df, "tensor_parallel"), _label_num)
-    pp = _map_values(_col(df, "pipeline_parallel"), _label_num)
-    ep = _map_values(_col(df, "expert_parallel"), _label_num)
-    par = ("TP" + tp.replace("", "1")) + "·PP" + pp.replace("", "1")
-    par = par.where(ep.isin(["", "1"]), par + "·EP" + ep)
-    df["parallelism"] = par
-    wd = _col(df, "weight_dtype").fillna("").astype(str)
-    wq = _col(df, "weight_quant").fillna("").astype(str)
-    kd = _col(df, "kv_cache_dtype").fillna("").astype(str)
-    w = wq.where(wq != "", wd).replace("", "auto")
-    df["dtype"] = "w=" + w + " · kv=" + kd.replace("", "auto")
+    kind, tool = _col(df, "kind"), _col(df, "source_tool")
+    hw, eng = _col(df, "hardware"), _col(df, "backend")
+
+    def text(labels) -> pd.Series:
+        return pd.Series(labels, index=df.index)
+
+    df["source"] = text(_label_rows(_source, kind, tool))
+    df["system"] = text(_label_rows(
+        lambda h, c, e: f"{_text(h, '?')}{_count_label(c)} · {_text(e, '?')}",
+        hw, _col(df, "hardware_count").fillna(1), eng))
+    df["engine"] = text(_label_rows(_engine, eng, kind, tool))
+    df["parallelism"] = pd.Series(_label_rows(_parallelism, _col(df, "tensor_parallel"),
+                                              _col(df, "pipeline_parallel"),
+                                              _col(df, "expert_parallel"), dtype="object"),
+                                  index=df.index, dtype=object)
+    df["dtype"] = text(_label_rows(_dtype, _col(df, "weight_dtype"), _col(df, "weight_quant"),
+                                   _col(df, "kv_cache_dtype")))
     df["model_params_b"] = pd.to_numeric(_col(df, "model_params"), errors="coerce") / 1e9
     if {"total_throughput_tok_s_mean", "avg_power_w_mean"} <= set(df.columns):
         p = pd.to_numeric(df["avg_power_w_mean"], errors="coerce")

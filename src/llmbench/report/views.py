@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from llmbench.report import figures
-from llmbench.report.aggregate import aggregate, value_column, varying_within
+from llmbench.report.aggregate import aggregate, rows_where, value_column, varying_within
 from llmbench.report.data import Data, samples
 
 MISSING = "(none)"  # the filter option for 'field not set'
@@ -124,9 +124,9 @@ def view_rows(data: Data, view: View) -> pd.DataFrame:
     df = data.df
     if df.empty:
         return df
-    df = df[df["status"] == "ok"] if "status" in df else df
+    df = rows_where(df, df["status"] == "ok") if "status" in df else df
     if view.kinds:
-        df = df[df["kind"].isin(view.kinds)]
+        df = rows_where(df, df["kind"].isin(view.kinds))
     return df
 
 
@@ -141,7 +141,7 @@ def apply_filters(df: pd.DataFrame, filters: dict[str, list[Any]]) -> pd.DataFra
         if MISSING in vals:
             m |= col.isna().to_numpy()
         mask &= m
-    return df[mask]
+    return rows_where(df, mask)
 
 
 MAX_DEFAULT_SERIES = 10
@@ -174,7 +174,7 @@ def default_pins(data: Data, view: View, x: str, metric: str, color: str,
     ycol = value_column(df, metric, "mean")
     if ycol not in df.columns or x not in df.columns:
         return {}
-    d = df[df[ycol].notna() & df[x].notna()]
+    d = rows_where(df, df[ycol].notna() & df[x].notna())
     if view.pair_own and "source" in d.columns and (d["source"] == "own").any():
         # only the configurations the user measured: their records beside the same points
         same = [c for c in ("model", "batch_size", "input_len", "output_len") if c in d.columns]
@@ -215,7 +215,7 @@ def default_choice(data: Data, view: View, x: str, metric: str,
     d = apply_filters(df, pins)
     ycol = value_column(d, metric, "mean")
     if ycol in d.columns:
-        d = d[d[ycol].notna()]
+        d = rows_where(d, d[ycol].notna())
     if d["system"].nunique() <= MAX_DEFAULT_SERIES or "backend" not in d.columns or d.empty:
         return view.color, pins
     eng = _best_value(d, "backend", x)
@@ -271,7 +271,7 @@ def config_points(data: Data, df: pd.DataFrame, metric: str, stat: str, x: str,
     ycol = value_column(df, metric, stat)
     if ycol not in df.columns or df.empty:
         return pd.DataFrame(columns=[x, color, "y"])
-    d = df[df[ycol].notna()]
+    d = rows_where(df, df[ycol].notna())
     keys = [c for c in data.config_fields if c in d.columns and d[c].nunique(dropna=False) > 1]
     keys = list(dict.fromkeys([x, color, *keys]))
     g = d.assign(y=pd.to_numeric(d[ycol], errors="coerce")).groupby(keys, dropna=False)
