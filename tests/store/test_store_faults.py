@@ -2,10 +2,12 @@
 shows the rest; a write onto a full disk leaves no partial file and says which record failed."""
 
 import contextlib
+import json
 import errno
 import os
 import subprocess
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -82,3 +84,17 @@ def test_record_write_onto_a_full_disk_leaves_no_partial_file(tmp_path, monkeypa
         left = [p.name for p in (mnt / "results").rglob("*") if p.is_file()]
         assert left == [kept.name]  # the complete record kept, no .tmp- part file
         assert [r.point_key for r in s.records()] == ["k1"]
+
+
+@pytest.mark.parametrize("bad", [["ttft_s"], "fast", 3])
+def test_the_index_reads_a_record_whose_sections_are_not_objects(bad):
+    # flatten reads such a section as empty; the index's own row builder must do the same
+    # (it crashed on a non-empty list or string before)
+    from llmbench.store.index import _row
+    from llmbench.store.store import flatten
+
+    doc = {"run_id": "r", "kind": "inference", "metrics": bad, "workload": bad}
+    metrics, workload = set(), set()
+    row = _row("/x/r/a.json", json.dumps(doc).encode(), 1, 2, metrics, workload)
+    assert metrics == set() and workload == set()
+    assert {k: v for k, v in row.items() if not k.startswith("_")} == flatten(doc, path=Path("/x/r/a.json"))

@@ -31,7 +31,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from llmbench.store.store import flatten
+from llmbench.store.store import _section, flatten
 
 INDEX_VERSION = "6"  # 6: tool figures, ITL client-limited flags, GPU counters, throttled; 5: `roofline_version`, `energy_short_window`; 4: rows carry `source_tool`; 3: kept in the user cache, `opt_*` engine options
 _PRUNE_AFTER_S = 30 * 86400  # an index unused this long (a deleted temp store) is removed
@@ -132,8 +132,9 @@ def _row(path: str, data: bytes, mtime_ns: int, size: int, metrics: set[str],
         return None
     if not (isinstance(doc, dict) and "run_id" in doc and "kind" in doc):
         return None
-    metrics.update(k for k, v in (doc.get("metrics") or {}).items() if isinstance(v, dict))
-    workload.update((doc.get("workload") or {}).keys())
+    # a corrupted record may hold anything where a section belongs: read as flatten reads it
+    metrics.update(k for k, v in _section(doc, "metrics").items() if isinstance(v, dict))
+    workload.update(_section(doc, "workload").keys())
     row = flatten(doc, path=Path(path))
     row["_mtime_ns"], row["_size"] = mtime_ns, size
     return row
