@@ -40,7 +40,7 @@ would fill 2 s are a measurement choice, not overhead.
 Goals (issue 24): batch_latency_s / direct <= 1.01, whole point / direct <= 1.02.
 
     .venv/bin/python benchmarks/harness_overhead.py [--input-len 64] [--output-len 64] [--repeats 160] \\
-        [--nice -10] [--observers] [--drop-contended]
+        [--nice -10] [--observers] [--drop-contended] [--profile N] [--breakdown N]
     # a GPU engine path (random weights from the catalog, as `llmbench run` builds them):
     .venv/bin/python benchmarks/harness_overhead.py --engine transformers --device cuda \\
         --model llama-3-8b --dtype bf16 --fast --repeats 30
