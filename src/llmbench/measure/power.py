@@ -7,11 +7,11 @@ package counters when readable (a counter that wrapped inside the window is unwr
 max_energy_range_uj). Anywhere else the meter says why it is unavailable; a missing reading is
 recorded as absent, never as zero.
 
-An NVML counter read costs ~4 ms on an H200 (ctypes: the GIL is released while it runs), so
+An NVML counter read cost 1.5-4.4 ms on H200s (ctypes: the GIL is released while it runs), so
 an NvmlMeter reads both ends of a window on a reader thread beside it: the point's other
 bookkeeping runs meanwhile and the window's energy is settled when it is first asked for. The
-counter then spans the two reads' midpoints (`counter_span_s`), a few ms off the window's own
-edges, which is far inside the counter's own update granularity (MIN_RELIABLE_WINDOW_S).
+energy then spans the two reads' midpoints (`counter_span_s`), a thread start after the window's
+edges, far inside the counter's own update granularity (MIN_RELIABLE_WINDOW_S).
 
 Each window says how its energy was obtained (`method`): the counter, or, when the counter is
 missing or unusable for that window, the mean sampled power x the window's duration. The meter
