@@ -387,11 +387,14 @@ def profile_points(whole_point: Callable[[], tuple[float, float]], n: int, top: 
 class Sections:
     """Wall time the caller's (main) thread spends in named functions, each net of the named
     functions it calls (exclusive time). cProfile in Python 3.12 follows every thread, so it
-    counts the NVML reads a reader thread waits in as if they were the point's; this does not."""
+    counts the NVML reads a reader thread waits in as if they were the point's; this does not.
+    Time in a named function on another thread (the aside thread's NVML reads) is summed apart,
+    inclusive, in `aside`."""
 
     def __init__(self, clock: Callable[[], float] = time.perf_counter):
         self.clock = clock
         self.totals: dict[str, float] = {}
+        self.aside: dict[str, float] = {}
         self._stack: list[list] = []  # [name, start, time in named callees]
         self._undo: list[tuple[object, str, object]] = []
 
@@ -403,7 +406,11 @@ class Sections:
 
         def timed(*args, **kwargs):
             if threading.current_thread() is not threading.main_thread():
-                return real(*args, **kwargs)
+                t0 = sections.clock()
+                try:
+                    return real(*args, **kwargs)
+                finally:
+                    sections.aside[name] = sections.aside.get(name, 0.0) + sections.clock() - t0
             sections._stack.append([name, sections.clock(), 0.0])
             try:
                 return real(*args, **kwargs)
@@ -441,13 +448,17 @@ def breakdown_points(whole_point: Callable[[], tuple[float, float]], backend, n:
             (contention.ContentionWatch, "_ours", "contention: our process tree"),
             (contention, "pids_cpu_s", "contention: our CPU times"),
             (contention, "busy_cpu_s", "contention: machine CPU times"),
-            (contention.ContentionWatch, "_gpu_scan", "contention: GPU scan (thread start)"),
+            (contention.ContentionWatch, "_gpu_scan", "contention: GPU scan (hand-over)"),
+            (contention, "gpu_processes", "contention: NVML's GPU process list"),
+            (power.NvmlMeter, "_read_j", "energy: NVML counter read"),
+            (power.NvmlMeter, "_power_w", "energy: NVML power sample"),
             (contention.ContentionWatch, "result", "contention: result (scans taken)"),
             (gpm.CounterWatch, "_edge", "counters: clocks/temperature edges"),
             (gpm.CounterWatch, "_sample", "counters: GPM samples"),
             (gpm.CounterWatch, "_metrics", "counters: GPM metrics"),
             (gpm.CounterWatch, "result", "counters: result"),
             (power.EnergyWindow, "settle", "energy: settle (waits for the reader)"),
+            (power, "aside", "energy: reads (hand-over)"), (gpm, "aside", "counters: hand-over"),
             (threading.Thread, "start", "thread starts"),
             (offline, "offline_metrics", None), (offline, "energy_metrics", None),
             (offline, "summarize", "summarize (engine, warm-up)"),
@@ -460,10 +471,11 @@ def breakdown_points(whole_point: Callable[[], tuple[float, float]], backend, n:
             wholes, windows = wholes + whole, windows + lat
     finally:
         sec.restore()
-    return breakdown_text(sec.totals, n, wholes, windows)
+    return breakdown_text(sec.totals, n, wholes, windows, sec.aside)
 
 
-def breakdown_text(totals: dict[str, float], n: int, wholes: float, windows: float) -> str:
+def breakdown_text(totals: dict[str, float], n: int, wholes: float, windows: float,
+                   aside: dict[str, float] | None = None) -> str:
     book = (wholes - windows) / n
     lines = [f"breakdown of {n} whole points on the caller's thread: {wholes / n * 1e3:.2f} ms a "
              f"point, of it the timed window {windows / n * 1e3:.2f} ms, bookkeeping "
@@ -472,6 +484,9 @@ def breakdown_text(totals: dict[str, float], n: int, wholes: float, windows: flo
         lines.append(f"  {t / n * 1e3:8.3f}  {name}")
     lines.append(f"  {book * 1e3 - sum(totals.values()) / n * 1e3:8.3f}  in no step named here "
                  "(base_record and the roofline, timed above; run_offline's and run_point's own lines)")
+    if aside:
+        lines.append("on other threads (the aside thread's NVML calls, inclusive, ms a point):")
+        lines += [f"  {t / n * 1e3:8.3f}  {name}" for name, t in sorted(aside.items(), key=lambda kv: -kv[1])]
     return "\n".join(lines)
 
 

@@ -120,7 +120,8 @@ def test_a_negative_breakdown_count_is_a_usage_error(capsys):
 
 def test_sections_give_each_step_its_own_time_on_the_callers_thread_only():
     # A fake clock advanced by hand: outer runs 1 s itself around inner's 2 s; a call from
-    # another thread (a reader thread) is never counted. Worked out: outer 1 s, inner 2 s.
+    # another thread (a reader thread) is never counted there, but apart, in `aside` (its 2 s).
+    # Worked out: outer 1 s, inner 2 s; aside: inner 2 s.
     import threading
     import types
 
@@ -144,6 +145,7 @@ def test_sections_give_each_step_its_own_time_on_the_callers_thread_only():
     th.start()
     th.join()
     assert sec.totals == {"outer": 1.0, "inner": 2.0} and now[0] == 5.0
+    assert sec.aside == {"inner": 2.0}
     sec.restore()
     assert mod.inner is inner and mod.outer is outer
 
@@ -166,3 +168,6 @@ def test_breakdown_text_names_the_rest_that_no_step_holds():
     out = harness_overhead.breakdown_text({"a": 0.006, "b": 0.002}, 2, 0.100, 0.080)
     assert "bookkeeping 10.00 ms" in out
     assert "   3.000  a" in out and "   1.000  b" in out and "   6.000  in no step" in out
+    assert "other threads" not in out
+    # the aside thread's 0.010 s of NVML reads over the 2 points: 5.000 ms a point
+    assert "   5.000  read" in harness_overhead.breakdown_text({}, 2, 0.1, 0.08, {"read": 0.010})

@@ -134,6 +134,41 @@ def test_the_gpu_scan_waits_in_nvml_on_a_thread_and_result_takes_it(monkeypatch)
     assert calls == [0, 0, "opened"] and r["gpu_other_pids"] == [str(other)] and r["contended"]
 
 
+def test_behind_a_meter_the_gpu_list_is_taken_inside_the_window_after_the_opening_read():
+    # Behind an energy meter the watch lists the GPUs as it starts and then inside each window,
+    # on the aside thread right after the counter's opening read, so the closing edge waits in
+    # NVML for the energy read alone. One log of both fakes' calls gives the order; the other
+    # process shows up in the inside list only, and is flagged.
+    from llmbench.measure.power import EnergyMeter
+
+    log, other = [], psutil.Process().parent().pid
+
+    class Nv(FakeNvml):
+        def nvmlDeviceGetComputeRunningProcesses(self, h):
+            log.append("gpu list")
+            extra = [SimpleNamespace(pid=other)] if log.count("gpu list") == 2 else []
+            return super().nvmlDeviceGetComputeRunningProcesses(h) + extra
+
+    class Counter(EnergyMeter):
+        source, available, reads_aside = "fake counter", True, True
+
+        def _read_j(self):
+            log.append("energy read")
+            return float(len(log))
+
+    watch = ContentionWatch([0], Nv({0: [os.getpid()]}))
+    with WatchedMeter(Counter(""), watch).window():
+        deadline = time.monotonic() + 10
+        while len(log) < 3 and time.monotonic() < deadline:
+            time.sleep(0.001)
+        inside = list(log)
+    r = watch.result()
+    assert inside == ["gpu list", "energy read", "gpu list"]  # at the start; opening; inside
+    assert log == inside + ["energy read"]                     # the closing edge: energy only
+    assert r["gpu_other_pids"] == [str(other)] and r["contended"]
+    assert "inside each window, after the energy counter's opening read" in watch.observer()
+
+
 def test_a_failing_gpu_scan_is_named_not_raised():
     class Broken(FakeNvml):
         def nvmlDeviceGetComputeRunningProcesses(self, h):

@@ -9,17 +9,21 @@ install` ran and 0.362 s alone, and nothing in the record told the two apart. A 
 the machine's busy CPU time (psutil.cpu_times) less ours: unlike a per-process scan this also
 catches the many short-lived processes of e.g. a `pip install` that start and end inside the
 window. Reads happen outside the timed window (before it opens, after it closes), so they cost
-the measurement nothing; NVML's list of our GPUs' processes is taken on a thread beside the point
-(_gpu_scan), as it waits in NVML for up to ~3 ms.
+the measurement nothing. NVML's list of our GPUs' processes waits in NVML for up to ~3 ms: it is
+taken on the aside thread (measure/aside.py), when the watch starts (or is reset) and after each
+window. A scan as the next window opened would land beside that window's opening energy read,
+and came ms after the previous window's closing one.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import threading
 import time
+from collections.abc import Callable
 from typing import Any
+
+from llmbench.measure.aside import aside
 
 # Contended when other processes used more than this share of the machine's CPU capacity
 # (cores x window) -- background daemons stay well under 1 % -- or any other process held one
@@ -133,20 +137,24 @@ class ContentionWatch:
         self.also_pids = also_pids  # more trees that are ours (a server llmbench did not start)
         self.gpu_note: str | None = None
         self.notes: list[str] = []  # what the watch could not tell apart
-        self._scans: list[tuple[threading.Thread, dict, set[int]]] = []  # _gpu_scan's threads
+        self._found: list[dict[str, Any]] = []  # what the GPU scans found, not yet taken
+        self._asked = False  # a scan was asked for since the last take
         self.reset()
 
     def reset(self) -> None:
-        """Forget the windows so far (a serving sweep records each level's own)."""
-        for th, _, _ in self._scans:  # a scan still out belongs to the windows forgotten
-            th.join()
-        self._scans.clear()
+        """Forget the windows so far (a serving sweep records each level's own), and list the
+        GPUs' processes once before the next window."""
+        self._wait_scans()  # a scan still out belongs to the windows forgotten
+        self._found.clear()
+        self._ours_seen: set[int] = set()  # our pids at any window edge: the scans' "ours"
         self.window_s = 0.0
         self.other_cpu_s = 0.0
         self.own_cpu_s = 0.0
         self.loadavg_1m: list[float] = []
         self.gpu_other_pids: set[int] = set()
         self.windows = 0
+        self._gpu_where = "after each window"  # where the windows' GPU lists were taken
+        self._gpu_scan()
 
     @classmethod
     def for_device(cls, device: str, count: int = 1, root_pid: int | None = None,
@@ -166,11 +174,12 @@ class ContentionWatch:
             return w
 
     @contextlib.contextmanager
-    def window(self):
-        # Our process tree is listed once per edge, for both the GPU scan and the CPU times:
+    def window(self, scan_after: bool = True):
+        """scan_after=False: the GPUs are listed inside the window instead (`inside`)."""
+        # Our process tree is listed once per edge, for both the GPU scans and the CPU times:
         # with torch's threads each listing costs ~2 ms (H200, 2026-12-03), 4 a point before.
         pids = self._ours()
-        self._gpu_scan(pids)
+        self._ours_seen |= pids
         ours0, busy0 = pids_cpu_s(pids), busy_cpu_s()
         t0 = time.perf_counter()
         try:
@@ -179,8 +188,12 @@ class ContentionWatch:
             t1 = time.perf_counter()
             busy1 = busy_cpu_s()
             pids = self._ours()
+            self._ours_seen |= pids
             ours1 = pids_cpu_s(pids)
-            self._gpu_scan(pids)
+            if scan_after:
+                self._gpu_scan()
+            else:
+                self._gpu_where = "inside each window, after the energy counter's opening read"
             # a process of ours born during the window spent all its CPU time inside it
             ours = sum(max(0.0, cpu - ours0.get(key, 0.0)) for key, cpu in ours1.items())
             self.own_cpu_s += ours
@@ -191,40 +204,59 @@ class ContentionWatch:
 
     def observer(self) -> str:
         """What the watch does around a measured window (a record's `observers`)."""
-        gpu = " and the processes on our GPUs (NVML)" if self.nvml is not None and self.gpu_indices else ""
-        return f"CPU times (psutil){gpu} read before and after the window, nothing inside it"
+        if not self.lists_gpus:
+            return "CPU times (psutil) read before and after the window, nothing inside it"
+        return ("CPU times (psutil) read before and after the window; the processes on our GPUs "
+                f"(NVML) listed on a thread beside it as the watch starts and {self._gpu_where}")
 
     def _ours(self) -> set[int]:
         """The pids that are ours: the root's tree and every also_pids tree."""
         return own_pids(self.root_pid).union(*(own_pids(p) for p in self.also_pids))
 
-    def _gpu_scan(self, ours: set[int]) -> None:
-        """List the processes on our GPUs on a thread: NVML's list took 0.15-2.75 ms a call on
-        two H200s (2026-12-03), waiting in NVML with the GIL released, so the point's own work
-        goes on meanwhile; result() takes what the scans found."""
-        if self.nvml is None or not self.gpu_indices:
+    @property
+    def lists_gpus(self) -> bool:
+        return self.nvml is not None and bool(self.gpu_indices)
+
+    def _gpu_scan(self) -> None:
+        """List the processes on our GPUs on the aside thread: NVML's list took 0.15-2.75 ms a
+        call on two H200s (2026-12-03), waiting in NVML with the GIL released, so the point's
+        own work goes on meanwhile; result() takes what the scans found."""
+        if self.lists_gpus:
+            self._asked = True
+            aside(self._list_gpus)
+
+    def inside(self) -> Callable[[], None] | None:
+        """The GPU list for an energy meter to take inside its window, on the aside thread
+        right after the counter's opening read (EnergyMeter.window's `inside`): the closing
+        edge then waits in NVML for the energy and GPM reads only. None: nothing to list."""
+        if not self.lists_gpus:
+            return None
+        self._asked = True
+        return self._list_gpus
+
+    def _list_gpus(self) -> None:  # on the aside thread
+        import psutil
+
+        try:
+            listed = gpu_processes(self.nvml, self.gpu_indices)
+        except Exception as e:  # e.g. NVMLError_NotSupported under some MIG set-ups
+            self._found.append({"error": e})
             return
-        found: dict[str, Any] = {}
+        # whether any listed pid is in our pid namespace, asked now, while they still run
+        self._found.append({"listed": {i: (pids, any(psutil.pid_exists(p) for p in pids))
+                                       for i, pids in listed.items()}})
 
-        def scan() -> None:
-            import psutil
-
-            try:
-                listed = gpu_processes(self.nvml, self.gpu_indices)
-            except Exception as e:  # e.g. NVMLError_NotSupported under some MIG set-ups
-                found["error"] = e
-                return
-            # whether any listed pid is in our pid namespace, asked now, while they still run
-            found["listed"] = {i: (pids, any(psutil.pid_exists(p) for p in pids))
-                               for i, pids in listed.items()}
-
-        th = threading.Thread(target=scan, name="llmbench-gpu-scan", daemon=True)
-        th.start()
-        self._scans.append((th, found, ours))
+    def _wait_scans(self) -> None:
+        if self._asked:
+            aside(_nothing).result()  # queued behind every scan: once it ran, they all have
+            self._asked = False
 
     def _take_scans(self) -> None:
-        for th, found, ours in self._scans:
-            th.join()
+        """Take every scan asked for so far (never while a window is open: its energy job
+        holds the aside thread until the window closes)."""
+        self._wait_scans()
+        ours = self._ours_seen or self._ours()  # no window yet: ours now
+        for found in self._found:
             if "error" in found:
                 self.gpu_note = f"NVML cannot list GPU processes: {found['error']}"
                 continue
@@ -236,7 +268,7 @@ class ContentionWatch:
                     self.gpu_other_pids |= {f"{i}:{p}" for p in pids[1:]}
                 else:
                     self.gpu_other_pids |= {p for p in pids if p not in ours}
-        self._scans.clear()
+        self._found.clear()
 
     def result(self) -> dict[str, Any]:
         self._take_scans()
@@ -266,6 +298,10 @@ class ContentionWatch:
         }
 
 
+def _nothing() -> None:
+    pass
+
+
 class WatchedMeter:
     """An energy meter whose every window is also watched for contention: the measured window
     is the meter's window in every workload, so the workloads need no change."""
@@ -279,6 +315,10 @@ class WatchedMeter:
 
     @contextlib.contextmanager
     def window(self, *args, **kwargs):
-        # the watch is outside the energy window: its scans cost neither time nor joules
-        with self.watch.window(), self._meter.window(*args, **kwargs) as win:
+        # the watch's CPU reads are outside the energy window: they cost neither time nor
+        # joules; its GPU list waits in NVML inside it, on the aside thread, off the closing edge
+        inside = self.watch.inside()
+        if inside is not None:
+            kwargs["inside"] = (*kwargs.get("inside", ()), inside)
+        with self.watch.window(scan_after=inside is None), self._meter.window(*args, **kwargs) as win:
             yield win

@@ -4,8 +4,8 @@ clocks, clock-event (throttle) reasons and temperature at each window's edges.
 GPM metrics are computed by NVML between two samples (`nvmlGpmSampleGet` before and after the
 window, then `nvmlGpmMetricsGet`): no sampling thread, and the reads sit outside the timed window
 (the energy meter's window is inside ours), so they cost the measurement nothing. The closing
-ones are taken on a thread as the window closes (CounterWatch.window), beside the point's
-bookkeeping. Every GPU of
+ones are taken on the aside thread (measure/aside.py) as the window closes, right after the
+energy counter's closing read, beside the point's bookkeeping. Every GPU of
 the point is read (tensor / pipeline parallel: never GPU 0 alone).
 
 A record's `hardware_counters` is either `{"absent": reason}` (CPU run, no NVML, no permission)
@@ -23,10 +23,12 @@ idle 1-4%.
 from __future__ import annotations
 
 import contextlib
-import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future
 from typing import Any
+
+from llmbench.measure.aside import aside
 
 # record field -> pynvml constant (the percentage NVML computes between two samples)
 GPM_METRICS = {
@@ -68,7 +70,7 @@ class CounterWatch:
         self.handles: list = []
         self.gpm_reason: str | None = None
         self.gpm_ids: dict[str, int] = {}
-        self._pending: list[tuple[threading.Thread, dict, float]] = []  # windows not yet taken
+        self._pending: list[tuple[Future, dict, float]] = []  # windows not yet taken
         if nvml is not None and absent is None:
             self._open()
         self.reset()
@@ -189,34 +191,29 @@ class CounterWatch:
 
     @contextlib.contextmanager
     def window(self):
-        """The opening reads are taken here, before the window; the closing ones on a thread
-        that wakes as the window closes: a GPM sample took ~1.9 ms on an H200 (2026-12-03),
-        waiting in NVML with the GIL released, so the point's bookkeeping goes on meanwhile
-        (the GPU is idle then). result() takes the windows."""
+        """The opening reads are taken here, before the window; the closing ones on the aside
+        thread as the window closes: a GPM sample took ~1.9 ms on an H200 (2026-12-03), waiting
+        in NVML with the GIL released, so the point's bookkeeping goes on meanwhile (the GPU is
+        idle then). result() takes the windows."""
         if self.absent is not None or not self.handles:
             yield self
             return
         self.settle()  # the previous window's closing reads come before this one's opening
         read = {"starts": [self._edge(h) for h in self.handles], "samples0": self._samples()}
-        stop = threading.Event()
 
         def closing() -> None:
-            stop.wait()
             read["samples1"] = self._samples() if None not in read["samples0"] \
                 else [None] * len(self.handles)
             read["ends"] = [self._edge(h) for h in self.handles]
             read["metrics"] = [self._window_metrics(s0, s1)
                                for s0, s1 in zip(read["samples0"], read["samples1"])]
 
-        th = threading.Thread(target=closing, name="llmbench-counters", daemon=True)
-        th.start()
         t0 = self.clock()
         try:
             yield self
         finally:
             dt = self.clock() - t0
-            stop.set()
-            self._pending.append((th, read, dt))
+            self._pending.append((aside(closing), read, dt))
 
     def _window_metrics(self, s0, s1) -> dict[str, float] | None:
         """NVML's metrics between a window's two samples (None without both), samples freed."""
@@ -234,8 +231,8 @@ class CounterWatch:
 
     def settle(self) -> None:
         """Wait until every window's closing reads are in (they run on the windows' threads)."""
-        for th, _, _ in self._pending:
-            th.join()
+        for job, _, _ in self._pending:
+            job.result()
 
     def _take_windows(self) -> None:
         """Add the windows read so far to the point's sums."""

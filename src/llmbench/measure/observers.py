@@ -16,3 +16,14 @@ def observers(meter=None, watch=None, counters=None, **more: str | None) -> dict
              "contention": watch.observer() if watch is not None else None,
              "hardware_counters": counters.observer() if counters is not None else None, **more}
     return {name: what for name, what in found.items() if what}
+
+
+def observed(meter, watch, counters):
+    """`meter` whose every window is also watched for contention (outermost: its CPU-time
+    reads bracket everything) and read for hardware counters (inside it, around the energy
+    window). Closing a window then queues its reads on the aside thread in the order the
+    record needs them soonest: the energy counter's, then the GPM sample's, then the GPU list."""
+    from llmbench.measure.contention import WatchedMeter
+    from llmbench.measure.gpm import CountedMeter
+
+    return WatchedMeter(CountedMeter(meter, counters), watch)

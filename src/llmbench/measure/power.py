@@ -8,10 +8,10 @@ max_energy_range_uj). Anywhere else the meter says why it is unavailable; a miss
 recorded as absent, never as zero.
 
 An NVML counter read cost 1.5-4.4 ms on H200s (ctypes: the GIL is released while it runs), so
-an NvmlMeter reads both ends of a window on a reader thread beside it: the point's other
-bookkeeping runs meanwhile and the window's energy is settled when it is first asked for. The
-energy then spans the two reads' midpoints (`counter_span_s`), a thread start after the window's
-edges, far inside the counter's own update granularity (MIN_RELIABLE_WINDOW_S).
+an NvmlMeter reads both ends of a window on the aside thread (measure/aside.py): the point's
+other bookkeeping runs meanwhile and the window's energy is settled when it is first asked for.
+The energy then spans the two reads' midpoints (`counter_span_s`), a queue hand-over after the
+window's edges, far inside the counter's own update granularity (MIN_RELIABLE_WINDOW_S).
 
 Each window says how its energy was obtained (`method`): the counter, or, when the counter is
 missing or unusable for that window, the mean sampled power x the window's duration. The meter
@@ -33,6 +33,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
+
+from llmbench.measure.aside import aside
 
 PowerSampling = Literal["auto", "dense", "off"]  # EnergyMeter.SAMPLING; a sweep spec's field
 MIN_RELIABLE_WINDOW_S = 2.0
@@ -61,7 +63,7 @@ class EnergyWindow:
         return self._method
 
     def settle(self) -> None:
-        """Wait for a reader thread's closing read, if one is still out, and take its energy."""
+        """Wait for the closing read, if it is still out on the aside thread, and take its energy."""
         if self._settle is not None:
             done, self._settle = self._settle, None
             done()
@@ -91,7 +93,7 @@ class EnergyMeter:
     source = "none"
     available = False
     reads_power = False  # has an instantaneous power reading (_power_w) to sample
-    reads_aside = False  # reads the counter on a reader thread (a slow read: NVML's)
+    reads_aside = False  # reads the counter on the aside thread (a slow read: NVML's)
 
     # The sampling thread wakes inside the measured window and takes the GIL from the engine's
     # Python loop. Its samples only matter when the counter gives no energy, so it samples
@@ -108,8 +110,7 @@ class EnergyMeter:
         self.sampling = sampling
         self.used: Counter[str] = Counter()  # windows per method actually used
         self.sampled: Counter[float] = Counter()  # windows per sampling period (s) used
-        self._unsettled: list[EnergyWindow] = []  # windows whose reader thread may still read
-        self._reader: threading.Thread | None = None  # the latest window's reader thread
+        self._unsettled: list[EnergyWindow] = []  # windows whose aside reads may still be out
 
     def observer(self) -> str | None:
         """What this meter did while its windows were measured (a record's `observers`);
@@ -172,13 +173,15 @@ class EnergyMeter:
         return max(self.BACKUP_PERIOD_S, dense_s)
 
     def settle(self) -> None:
-        """Settle every window whose reader thread may still be reading."""
+        """Settle every window whose reads may still be out on the aside thread."""
         while self._unsettled:
             self._unsettled.pop(0).settle()
 
     @contextmanager
-    def window(self, sample_period_s: float | None = None):
-        """sample_period_s: the dense sampling period (SAMPLE_PERIOD_S unless given)."""
+    def window(self, sample_period_s: float | None = None, inside: tuple[Callable[[], None], ...] = ()):
+        """sample_period_s: the dense sampling period (SAMPLE_PERIOD_S unless given). inside:
+        more reads to take on the aside thread inside the window, right after the counter's
+        opening read (e.g. the contention watch's GPU list), so they leave the closing edge."""
         w = EnergyWindow()
         stop = threading.Event()
         ends: list = []  # the counter's opening and closing readings
@@ -203,24 +206,25 @@ class EnergyMeter:
                 if p is not None:
                     w.power_samples_w.append(p)
 
-        prev = self._reader  # read in window order: the previous window's closing read first
-
-        def aside() -> None:  # the reader thread: both reads, and the samples between them
-            if prev is not None:
-                prev.join()
-            period = opening()
+        def reads() -> None:  # on the aside thread: both reads, and the samples between them
+            try:
+                period = opening()
+            finally:
+                for fn in inside:
+                    fn()
             if period is None:
                 stop.wait()
             else:
                 sample(period)
             read("t_read1")
 
-        th = None
-        if self.reads_aside:
-            th = self._reader = threading.Thread(target=aside, name="llmbench-energy", daemon=True)
-            th.start()
+        th = job = None
+        if self.reads_aside:  # queued behind the previous window's closing reads
+            job = aside(reads)
         else:
             period = opening()
+            for fn in inside:
+                aside(fn)
             if period is not None:
                 th = threading.Thread(target=sample, args=(period,), daemon=True)
                 th.start()
@@ -234,6 +238,8 @@ class EnergyMeter:
                 read("t_read1")
 
             def settle() -> None:
+                if job is not None:
+                    job.result()
                 if th is not None:
                     th.join()
                 e0, e1 = ends

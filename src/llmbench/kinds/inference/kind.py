@@ -13,10 +13,10 @@ from llmbench.hardware.device import cuda_device_count
 from llmbench.launch.failures import describe, release_memory
 from llmbench.launch.kind import PointKind
 from llmbench.measure import env as envmod
-from llmbench.measure.contention import ContentionWatch, WatchedMeter
-from llmbench.measure.gpm import CountedMeter, CounterWatch
+from llmbench.measure.contention import ContentionWatch
+from llmbench.measure.gpm import CounterWatch
 from llmbench.measure.gpm import attach as gpm_attach
-from llmbench.measure.observers import PROGRESS, TIMELINES, observers
+from llmbench.measure.observers import PROGRESS, TIMELINES, observed, observers
 from llmbench.measure.power import open_meter
 from llmbench.measure.stats import summarize
 from llmbench.models.sources import ModelRef, resolve
@@ -124,8 +124,8 @@ def run_point(backend, point: Point, rec: Record, on_repeat=None) -> Record:
 
     watch = ContentionWatch.for_device(point.device, backend.device_count())
     counters = CounterWatch.for_device(point.device, backend.device_count())
-    meter = CountedMeter(WatchedMeter(open_meter(point.device, backend.device_count(),
-                                                 sampling=point.power_sampling), watch), counters)
+    meter = observed(open_meter(point.device, backend.device_count(), sampling=point.power_sampling),
+                     watch, counters)
     offline = point.workload != "perplexity"
     if offline:
         metrics, notes = run_offline(backend, point, meter, on_repeat=on_repeat)

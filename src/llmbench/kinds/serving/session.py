@@ -93,15 +93,15 @@ class ServingSession:
             self.hw = HardwareInfo(**hardware(target.device, target.device_count))
             self.meter = open_meter(target.device, target.device_count, sampling=cfg.power_sampling) \
                 if target.device.startswith("cuda") else open_meter("cpu", sampling=cfg.power_sampling)
-        from llmbench.measure.contention import WatchedMeter
-        from llmbench.measure.gpm import CountedMeter, CounterWatch
+        from llmbench.measure.gpm import CounterWatch
+        from llmbench.measure.observers import observed
 
         self.watch = _contention_watch(target, self.url)
         # the server's GPUs when they are this machine's; else absent with the reason
-        self.meter = CountedMeter(WatchedMeter(self.meter, self.watch),
-                                  CounterWatch.for_device(target.device, target.device_count)
-                                  if target.device != "unknown" else
-                                  CounterWatch(absent="the server's hardware is not on this machine"))
+        self.meter = observed(self.meter, self.watch,
+                              CounterWatch.for_device(target.device, target.device_count)
+                              if target.device != "unknown" else
+                              CounterWatch(absent="the server's hardware is not on this machine"))
         self.env = capture()
         self.env["argv"] = redact_args(self.env.get("argv", []))
 

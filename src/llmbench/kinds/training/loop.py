@@ -199,16 +199,16 @@ def run(p: TrainPoint, around_steps=contextlib.nullcontext) -> dict[str, Any]:
         losses.append(step(i))
     sync()
 
-    from llmbench.measure.contention import ContentionWatch, WatchedMeter
-    from llmbench.measure.gpm import CountedMeter, CounterWatch
+    from llmbench.measure.contention import ContentionWatch
+    from llmbench.measure.gpm import CounterWatch
+    from llmbench.measure.observers import observed
     from llmbench.measure.power import open_meter
 
     meter = None
     if rank == 0:
         # under torchrun the other ranks are ours too: they are the launcher's children
         watch = ContentionWatch.for_device(str(device), world, os.getppid() if world > 1 else None)
-        meter = CountedMeter(WatchedMeter(open_meter(str(device), world), watch),
-                             CounterWatch.for_device(str(device), world))
+        meter = observed(open_meter(str(device), world), watch, CounterWatch.for_device(str(device), world))
     times = []
     with (meter.window() if meter else contextlib.nullcontext()) as win, around_steps():
         for i in range(p.warmup, p.warmup + p.steps):
