@@ -169,6 +169,29 @@ def test_behind_a_meter_the_gpu_list_is_taken_inside_the_window_after_the_openin
     assert "inside each window, after the energy counter's opening read" in watch.observer()
 
 
+def test_cpu_times_from_proc_stat_equal_psutils_for_a_busy_child():
+    # A child burns ~0.3 CPU-s and has exited into a waiting state: /proc/PID/stat read by hand
+    # and psutil's cpu_times must give the same seconds (to one clock tick each field), and a
+    # pid that does not exist is left out.
+    from llmbench.measure import contention
+
+    child = subprocess.Popen([sys.executable, "-c", "import time, sys\nt = time.process_time()\n"
+                              "while time.process_time() - t < 0.3: pass\nsys.stdin.read()"],
+                             stdin=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while sum(psutil.Process(child.pid).cpu_times()[:2]) < 0.25 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.1)  # the loop is over: the child now waits on stdin, its times are still
+        mine = contention.pids_cpu_s({child.pid, 2**22 + 7})
+        theirs = contention._psutil_cpu_s({child.pid})
+    finally:
+        child.communicate(b"")
+    assert list(mine) == [(child.pid, pytest.approx(list(mine)[0][1]))] and len(theirs) == 1
+    assert list(mine.values())[0] == pytest.approx(list(theirs.values())[0], abs=4 * 0.01)
+    assert list(mine.values())[0] >= 0.25
+
+
 def test_a_failing_gpu_scan_is_named_not_raised():
     class Broken(FakeNvml):
         def nvmlDeviceGetComputeRunningProcesses(self, h):

@@ -216,6 +216,41 @@ def test_counted_meter_take_is_one_points_windows():
     assert second["windows"] == 1 and m.take()["absent"].startswith("no measured window")
 
 
+def test_behind_a_counter_meter_the_closing_gpm_sample_comes_first_and_result_need_not_wait():
+    # Behind an energy meter that reads its counter on the aside thread (~4 ms on an H200),
+    # the closing GPM sample is taken before that read, so result() waits for the sample only.
+    # The fake counter's closing read waits on a gate that opens only after result() returned;
+    # were result() waiting for the read, it would block (5 s, then `timed out`).
+    import threading
+
+    nv, gate, log = fake_nvml(1), threading.Event(), []
+    real_get = nv.nvmlGpmSampleGet
+
+    def logged(h, s):
+        log.append("gpm sample")
+        return real_get(h, s)
+
+    nv.nvmlGpmSampleGet = logged
+
+    class Counter(EnergyMeter):
+        source, available, reads_aside = "fake counter", True, True
+
+        def _read_j(self):
+            log.append("energy read")
+            if log.count("energy read") == 2 and not gate.wait(5):
+                log.append("timed out")
+            return float(len(log))
+
+    m = CountedMeter(Counter(""), watch(nv, 1))
+    with m.window() as w:
+        nv.run(2.0, g0={DRAM: 40.0})
+    r = m.take()
+    gate.set()
+    assert r["dram_bw_util_pct"] == pytest.approx(40.0) and r["windows"] == 1
+    w.settle()
+    assert log == ["gpm sample", "energy read", "gpm sample", "energy read"]  # no "timed out"
+
+
 def test_every_inference_record_carries_its_counters(monkeypatch):
     from llmbench.kinds.inference import kind as runner
     from llmbench.store.store import flatten as flat_row

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -29,6 +30,7 @@ from llmbench.measure.aside import aside
 # (cores x window) -- background daemons stay well under 1 % -- or any other process held one
 # of our GPUs.
 CPU_SHARE_LIMIT = 0.10
+SCAN_TIMEOUT_S = 30.0  # a GPU list that hangs in NVML costs the point's contention, not the run
 
 
 def own_pids(root: int | None = None) -> set[int]:
@@ -91,9 +93,44 @@ def busy_cpu_s() -> float:
 
 
 def pids_cpu_s(pids: set[int]) -> dict[tuple[int, float], float]:
-    """(pid, create_time) -> CPU seconds of each of `pids` (own_pids: this process and its
-    descendants), reaped children included (children_user/children_system), so a worker that
-    exits mid-window still counts."""
+    """(pid, start time) -> CPU seconds of each of `pids` (own_pids: this process and its
+    descendants), reaped children included (cutime/cstime), so a worker that exits mid-window
+    still counts. Linux: one os.read of /proc/PID/stat a pid (psutil's Process, cpu_times and
+    create_time took ~28 us a pid on a 2-core VM, this ~7); elsewhere psutil."""
+    out = {}
+    try:
+        for pid in pids:
+            if (found := _stat_cpu(pid)) is not None:
+                out[found[0]] = found[1]
+    except _NoProc:
+        return _psutil_cpu_s(pids)
+    return out
+
+
+class _NoProc(Exception):
+    pass
+
+
+_TICK_S = 1.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
+
+
+def _stat_cpu(pid: int) -> tuple[tuple[int, float], float] | None:
+    """((pid, start ticks), CPU seconds) from /proc/PID/stat; None when the process is gone."""
+    try:
+        raw = _read_all(f"/proc/{pid}/stat")
+    except FileNotFoundError:
+        if not os.path.isdir("/proc/self"):
+            raise _NoProc from None
+        return None
+    except OSError:
+        return None
+    # fields after the command name, which is in parentheses and may hold spaces
+    f = raw[raw.rindex(b")") + 2:].split()
+    # f[0] is field 3 (state): utime 14, stime 15, cutime 16, cstime 17, starttime 22
+    return (pid, float(f[19])), (int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])) * _TICK_S
+
+
+def _psutil_cpu_s(pids: set[int]) -> dict[tuple[int, float], float]:
     import psutil
 
     out = {}
@@ -138,7 +175,7 @@ class ContentionWatch:
         self.gpu_note: str | None = None
         self.notes: list[str] = []  # what the watch could not tell apart
         self._found: list[dict[str, Any]] = []  # what the GPU scans found, not yet taken
-        self._asked = False  # a scan was asked for since the last take
+        self._asked: list[threading.Event] = []  # set as each scan asked for is in
         self.reset()
 
     def reset(self) -> None:
@@ -222,17 +259,24 @@ class ContentionWatch:
         call on two H200s (2026-12-03), waiting in NVML with the GIL released, so the point's
         own work goes on meanwhile; result() takes what the scans found."""
         if self.lists_gpus:
-            self._asked = True
-            aside(self._list_gpus)
+            aside(self._scan_job())
 
     def inside(self) -> Callable[[], None] | None:
         """The GPU list for an energy meter to take inside its window, on the aside thread
         right after the counter's opening read (EnergyMeter.window's `inside`): the closing
         edge then waits in NVML for the energy and GPM reads only. None: nothing to list."""
-        if not self.lists_gpus:
-            return None
-        self._asked = True
-        return self._list_gpus
+        return self._scan_job() if self.lists_gpus else None
+
+    def _scan_job(self) -> Callable[[], None]:
+        done = threading.Event()
+        self._asked.append(done)
+
+        def job() -> None:
+            try:
+                self._list_gpus()
+            finally:
+                done.set()
+        return job
 
     def _list_gpus(self) -> None:  # on the aside thread
         import psutil
@@ -247,13 +291,15 @@ class ContentionWatch:
                                        for i, pids in listed.items()}})
 
     def _wait_scans(self) -> None:
-        if self._asked:
-            aside(_nothing).result()  # queued behind every scan: once it ran, they all have
-            self._asked = False
+        """Wait for the scans asked for (never for the aside thread's later jobs: the energy
+        counter's closing read comes after a window's GPU list)."""
+        for done in self._asked:
+            if not done.wait(SCAN_TIMEOUT_S):
+                self.notes.append(f"a GPU process list did not finish in {SCAN_TIMEOUT_S:g} s")
+        self._asked.clear()
 
     def _take_scans(self) -> None:
-        """Take every scan asked for so far (never while a window is open: its energy job
-        holds the aside thread until the window closes)."""
+        """Take every scan asked for so far."""
         self._wait_scans()
         ours = self._ours_seen or self._ours()  # no window yet: ours now
         for found in self._found:
@@ -296,10 +342,6 @@ class ContentionWatch:
             "gpu_note": self.gpu_note,
             "notes": self.notes,
         }
-
-
-def _nothing() -> None:
-    pass
 
 
 class WatchedMeter:

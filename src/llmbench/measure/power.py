@@ -28,7 +28,7 @@ import glob
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -178,10 +178,14 @@ class EnergyMeter:
             self._unsettled.pop(0).settle()
 
     @contextmanager
-    def window(self, sample_period_s: float | None = None, inside: tuple[Callable[[], None], ...] = ()):
+    def window(self, sample_period_s: float | None = None,
+               inside: Sequence[Callable[[], None]] = (), at_close: Sequence[Callable[[], None]] = ()):
         """sample_period_s: the dense sampling period (SAMPLE_PERIOD_S unless given). inside:
         more reads to take on the aside thread inside the window, right after the counter's
-        opening read (e.g. the contention watch's GPU list), so they leave the closing edge."""
+        opening read (e.g. the contention watch's GPU list), so they leave the closing edge.
+        at_close: reads to take on the aside thread as the window closes, before the counter's
+        closing read (e.g. the closing GPM samples), so that waiting for them is not waiting
+        for the counter. Both are read when the window opens and closes: a list may grow."""
         w = EnergyWindow()
         stop = threading.Event()
         ends: list = []  # the counter's opening and closing readings
@@ -207,16 +211,22 @@ class EnergyMeter:
                     w.power_samples_w.append(p)
 
         def reads() -> None:  # on the aside thread: both reads, and the samples between them
+            period = None
             try:
                 period = opening()
-            finally:
+            finally:  # whatever failed, the hooks run and the window closes with a read
                 for fn in inside:
                     fn()
-            if period is None:
-                stop.wait()
-            else:
-                sample(period)
-            read("t_read1")
+                try:
+                    if period is None:
+                        stop.wait()
+                    else:
+                        sample(period)
+                finally:
+                    stop.wait()
+                    for fn in at_close:
+                        fn()
+                    read("t_read1")
 
         th = job = None
         if self.reads_aside:  # queued behind the previous window's closing reads
@@ -235,6 +245,8 @@ class EnergyMeter:
             w.t_end = time.perf_counter()
             stop.set()
             if not self.reads_aside:
+                for fn in at_close:
+                    aside(fn)
                 read("t_read1")
 
             def settle() -> None:

@@ -119,7 +119,7 @@ def base_record(point: Point, run_id: str, model: ModelRef, backend_cls) -> Reco
 
 
 def run_point(backend, point: Point, rec: Record, on_repeat=None) -> Record:
-    from llmbench.kinds.inference.offline import run_offline
+    from llmbench.kinds.inference.offline import measure_offline
     from llmbench.kinds.inference.perplexity import run_perplexity
 
     watch = ContentionWatch.for_device(point.device, backend.device_count())
@@ -128,15 +128,14 @@ def run_point(backend, point: Point, rec: Record, on_repeat=None) -> Record:
                      watch, counters)
     offline = point.workload != "perplexity"
     if offline:
-        metrics, notes = run_offline(backend, point, meter, on_repeat=on_repeat)
+        run = measure_offline(backend, point, meter, on_repeat=on_repeat)
+        metrics, notes = run.metrics, run.notes
     else:
         metrics, notes = run_perplexity(backend, point, meter)
-    rec.power = meter.describe()  # after the windows: it names the method they actually used
-    rec.observers.update(observers(meter, watch, counters,
-                                   progress=PROGRESS if offline and on_repeat else None,
-                                   timelines=TIMELINES if offline else None))
     rec.metrics.update(metrics)
     rec.notes.extend(notes)
+    # what does not wait for NVML's energy counter first: its closing read (~4 ms on an
+    # H200) is out on the aside thread meanwhile, after the GPM samples gpm_attach waits for
     gpm_attach(rec, meter.take())
     rec.env["contention"] = contention = watch.result()
     if contention["contended"]:
@@ -144,6 +143,15 @@ def run_point(backend, point: Point, rec: Record, on_repeat=None) -> Record:
     peak = backend.memory_peak_gib()
     if peak is not None:
         rec.metrics["mem_peak_gib"] = summarize([peak], "GiB", keep_samples=False)
+    if offline:
+        taken = len(run.notes)
+        run.take_energy()
+        rec.metrics.update(run.metrics)
+        rec.notes.extend(run.notes[taken:])
+    rec.power = meter.describe()  # after the windows: it names the method they actually used
+    rec.observers.update(observers(meter, watch, counters,
+                                   progress=PROGRESS if offline and on_repeat else None,
+                                   timelines=TIMELINES if offline else None))
     return rec
 
 

@@ -16,6 +16,7 @@ the batches in it. Those extra batches are not timed: latency repeats stay one b
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
 from llmbench.backends.base import Backend
 from llmbench.measure.power import MIN_RELIABLE_WINDOW_S, EnergyMeter, EnergyWindow
@@ -29,8 +30,40 @@ from llmbench.kinds.inference.prompts import make_prompts
 ENERGY_PROMPTS = 1_000_000  # prompt indices of the untimed energy batches: never a repeat's
 
 
+@dataclass
+class OfflineRun:
+    """A measured offline point before its energy is taken (measure_offline): a reader
+    thread's closing counter read (~4 ms with NVML) is still out, and the caller's other
+    bookkeeping may run before take_energy() waits for it."""
+    metrics: dict[str, MetricStats]
+    notes: list[str]
+    batches: list[BatchTiming]
+    windows: list[EnergyWindow]
+    point: Point
+
+    def take_energy(self) -> None:
+        """Settle every window's energy into its batch, then the energy metrics and note."""
+        for b, win in zip(self.batches, self.windows):
+            if (energy := win.energy_j) is not None:
+                b.energy_j, b.avg_power_w = energy / b.energy_batches, win.avg_power_w
+                b.energy_window_s = win.duration_s
+        self.metrics.update(energy_metrics(self.batches))
+        windows = [b.energy_window_s for b in self.batches if b.energy_window_s is not None]
+        if windows and min(windows) < MIN_RELIABLE_WINDOW_S:
+            self.notes.append(
+                f"energy unreliable: measured over windows of {min(windows):.2f} s, under "
+                f"{MIN_RELIABLE_WINDOW_S:g} s (energy_min_window_s={self.point.energy_min_window_s:g}); "
+                "NVML's energy counter is too coarse for that")
+
+
 def run_offline(backend: Backend, point: Point, meter: EnergyMeter,
                 on_repeat=None) -> tuple[dict[str, MetricStats], list[str]]:
+    run = measure_offline(backend, point, meter, on_repeat)
+    run.take_energy()
+    return run.metrics, run.notes
+
+
+def measure_offline(backend: Backend, point: Point, meter: EnergyMeter, on_repeat=None) -> OfflineRun:
     notes: list[str] = []
     backend.prepare(point)
     warm = []
@@ -71,24 +104,13 @@ def run_offline(backend: Backend, point: Point, meter: EnergyMeter,
         if on_repeat:
             on_repeat()
     metrics = offline_metrics(batches, point.input_len)
-    # energy last: a reader thread's closing read (~4 ms with NVML) overlaps the summaries above
-    for b, win in zip(batches, energy_windows):
-        if (energy := win.energy_j) is not None:
-            b.energy_j, b.avg_power_w = energy / b.energy_batches, win.avg_power_w
-            b.energy_window_s = win.duration_s
-    metrics.update(energy_metrics(batches))
     for k, v in engine.items():  # the engine's own view, e.g. llama.cpp's perf counters
         known = metric(f"engine_{k}")  # a counter the catalog lacks has no known unit
         metrics[f"engine_{k}"] = summarize(v, known.unit if known else "")
     if warm:
         metrics["warmup_batch_latency_s"] = summarize(warm, "s")
-    windows = [b.energy_window_s for b in batches if b.energy_window_s is not None]
-    if windows and min(windows) < MIN_RELIABLE_WINDOW_S:
-        notes.append(f"energy unreliable: measured over windows of {min(windows):.2f} s, under "
-                     f"{MIN_RELIABLE_WINDOW_S:g} s (energy_min_window_s="
-                     f"{point.energy_min_window_s:g}); NVML's energy counter is too coarse for that")
     if short:
         notes.append(f"{short} request(s) returned a different number of tokens than "
                      f"output_len={point.output_len}")
     metrics["short_outputs"] = summarize([short], "requests", keep_samples=False)
-    return metrics, notes
+    return OfflineRun(metrics, notes, batches, energy_windows, point)

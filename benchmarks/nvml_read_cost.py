@@ -1,0 +1,93 @@
+"""What each NVML read that llmbench's observers take costs on this machine, and how often the
+energy counter's value changes (its update granularity): the floor under a point's bookkeeping
+on a GPU (issue 24).
+
+    python3 benchmarks/nvml_read_cost.py [--index 0] [--calls 50] [--watch-s 1.0]
+
+Prints, per read, the median and p90 of `--calls` calls (ms), then the energy counter's distinct
+values over `--watch-s` seconds of back-to-back reads through both APIs that give it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+
+def timed(fn, calls: int) -> tuple[float, float]:
+    ts = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t0)
+    ts.sort()
+    return statistics.median(ts) * 1e3, ts[int(0.9 * (len(ts) - 1))] * 1e3
+
+
+def changes(read, watch_s: float) -> tuple[int, int, float | None]:
+    """(reads, distinct values, median ms between value changes) over watch_s of reads."""
+    t_end = time.perf_counter() + watch_s
+    last, n, stamps = None, 0, []
+    while time.perf_counter() < t_end:
+        v = read()
+        n += 1
+        if v != last:
+            stamps.append(time.perf_counter())
+            last = v
+    gaps = [b - a for a, b in zip(stamps[1:], stamps[2:])]
+    return n, len(stamps), statistics.median(gaps) * 1e3 if gaps else None
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--index", type=int, default=0)
+    ap.add_argument("--calls", type=int, default=50)
+    ap.add_argument("--watch-s", type=float, default=1.0)
+    a = ap.parse_args()
+    import pynvml as nv
+
+    nv.nvmlInit()
+    h = nv.nvmlDeviceGetHandleByIndex(a.index)
+    print(f"GPU {a.index}: {nv.nvmlDeviceGetName(h)}, driver {nv.nvmlSystemGetDriverVersion()}")
+    energy_fi = nv.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION
+
+    def field(fid):
+        return lambda: nv.nvmlDeviceGetFieldValues(h, [fid])[0]
+
+    def field_value(fid):
+        def read():
+            f = nv.nvmlDeviceGetFieldValues(h, [fid])[0]
+            return f.value.ullVal if f.nvmlReturn == 0 else None
+        return read
+
+    def gpm_sample():
+        s = nv.nvmlGpmSampleAlloc()
+        nv.nvmlGpmSampleGet(h, s)
+        nv.nvmlGpmSampleFree(s)
+
+    reads = {
+        "nvmlDeviceGetTotalEnergyConsumption": lambda: nv.nvmlDeviceGetTotalEnergyConsumption(h),
+        "nvmlDeviceGetFieldValues(TOTAL_ENERGY_CONSUMPTION)": field(energy_fi),
+        "nvmlDeviceGetPowerUsage": lambda: nv.nvmlDeviceGetPowerUsage(h),
+        "nvmlDeviceGetComputeRunningProcesses": lambda: nv.nvmlDeviceGetComputeRunningProcesses(h),
+        "nvmlGpmSampleGet (alloc/free included)": gpm_sample,
+        "nvmlDeviceGetClockInfo(SM)": lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
+        "nvmlDeviceGetTemperature": lambda: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU),
+    }
+    for name, fn in reads.items():
+        try:
+            med, p90 = timed(fn, a.calls)
+            print(f"  {med:7.3f} ms median, {p90:7.3f} ms p90  {name}")
+        except nv.NVMLError as e:
+            print(f"  unavailable: {e}  {name}")
+    for name, read in (("nvmlDeviceGetTotalEnergyConsumption",
+                        lambda: nv.nvmlDeviceGetTotalEnergyConsumption(h)),
+                       ("nvmlDeviceGetFieldValues(TOTAL_ENERGY_CONSUMPTION)", field_value(energy_fi))):
+        n, distinct, gap = changes(read, a.watch_s)
+        print(f"  {name}: {n} reads in {a.watch_s:g} s, {distinct} distinct values, "
+              f"median {gap if gap is None else round(gap, 2)} ms between changes")
+
+
+if __name__ == "__main__":
+    main()
