@@ -192,6 +192,32 @@ def test_cpu_times_from_proc_stat_equal_psutils_for_a_busy_child():
     assert list(mine.values())[0] >= 0.25
 
 
+def test_our_tree_reads_the_same_either_way_and_the_cheaper_way_is_chosen(monkeypatch):
+    # A child with a grandchild: the per-thread children lists and the parents in every stat
+    # file give the same tree (root, child, grandchild). With more threads listed last time
+    # than the machine has processes, own_pids takes the parents' way; otherwise the lists'.
+    from llmbench.measure import contention
+
+    child = subprocess.Popen([sys.executable, "-c", "import subprocess, sys\n"
+                              "p = subprocess.Popen([sys.executable, '-c', 'import sys; sys.stdin.read()'],"
+                              " stdin=subprocess.PIPE)\nprint(p.pid, flush=True)\nsys.stdin.read()\n"
+                              "p.communicate(b'')"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        grandchild = int(child.stdout.readline())
+        me, procs = os.getpid(), [int(d) for d in os.listdir("/proc") if d.isdigit()]
+        tree = {me, child.pid, grandchild}
+        assert contention.proc_descendants(me) == tree == contention.ppid_descendants(me, procs)
+        ways = []
+        monkeypatch.setattr(contention, "ppid_descendants",
+                            lambda root, procs: ways.append("parents") or tree)
+        monkeypatch.setitem(contention._CHILDREN_FILES, me, len(procs) + 1000)
+        assert contention.own_pids() == tree and ways == ["parents"]
+        monkeypatch.setitem(contention._CHILDREN_FILES, me, 1)
+        assert contention.own_pids() == tree and ways == ["parents"]  # the lists' way this time
+    finally:
+        child.communicate(b"")
+
+
 def test_a_failing_gpu_scan_is_named_not_raised():
     class Broken(FakeNvml):
         def nvmlDeviceGetComputeRunningProcesses(self, h):

@@ -11,7 +11,8 @@ An NVML counter read cost 1.5-4.4 ms on H200s (ctypes: the GIL is released while
 an NvmlMeter reads both ends of a window on the aside thread (measure/aside.py): the point's
 other bookkeeping runs meanwhile and the window's energy is settled when it is first asked for.
 The energy then spans the two reads' midpoints (`counter_span_s`), a queue hand-over after the
-window's edges, far inside the counter's own update granularity (MIN_RELIABLE_WINDOW_S).
+window's edges, far inside the counter's own update granularity: its value changes every 100 ms
+on an H200 (benchmarks/nvml_read_cost.py), hence MIN_RELIABLE_WINDOW_S.
 
 Each window says how its energy was obtained (`method`): the counter, or, when the counter is
 missing or unusable for that window, the mean sampled power x the window's duration. The meter
