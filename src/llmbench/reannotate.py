@@ -172,6 +172,9 @@ def reannotate_store(root: Path, *, write: bool, now: str | None = None
         changes.append(ch)
         if write:
             store.rewrite(path, ch.record)
+    if write:  # the rewritten records' index rows (store/sidecar.py)
+        for d in dict.fromkeys(ch.path.parent for ch in changes):
+            store.index_dir(d)
     return n, changes
 
 

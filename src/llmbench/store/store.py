@@ -158,6 +158,18 @@ class Store:
                                   f"written are intact)") from e
         return path
 
+    def index_dir(self, d: Path) -> None:
+        """When a run ends (once a run, never per record): leave its directory's index rows
+        (store/sidecar.py), so a cold index build reads them instead of parsing every record.
+        A failure is only a warning: the records are written, a cold build parses them."""
+        from llmbench.store.sidecar import write_sidecar
+
+        try:
+            if d.is_dir():
+                write_sidecar(d)
+        except Exception as e:  # (any: a sweep never fails for what only makes reading faster)
+            warnings.warn(f"could not write the index rows of {d}: {e}", stacklevel=2)
+
     # -- reading ---------------------------------------------------------------------------
     def paths(self) -> list[Path]:
         if not self.root.exists():
@@ -298,4 +310,7 @@ def write_all(store: Store, records: Iterable[Record], replace_runs: bool = Fals
                 p.unlink()
                 removed += 1
     with ThreadPoolExecutor(max_workers=8) as ex:  # fsync per record dominates: overlap them
-        return list(ex.map(store.write, records)), removed
+        paths = list(ex.map(store.write, records))
+    for rid in dict.fromkeys(r.run_id for r in records):
+        store.index_dir(store.run_dir(rid))
+    return paths, removed

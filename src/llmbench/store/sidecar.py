@@ -1,0 +1,103 @@
+"""A run directory's own index rows, written by the writer when a run ends, so that a cold
+build of the index reads one small Arrow file a run instead of parsing every record.
+
+`<run dir>/.llmbench-rows.arrow` holds the flat rows (`store.flatten`, with `_mtime_ns` and
+`_size`) of the record files it was built from, each named by file name, mtime and size. The
+record files stay the truth: a reader takes a sidecar's row only for a file whose name, mtime
+and size it still lists; other files (hand-added, rewritten, written after the sidecar, a run
+that crashed before it) are parsed as before, removed files drop out, and a sidecar that is
+unreadable or of another version is ignored. Only the writer writes sidecars (reading never
+writes into the results directory). The name starts with '.', so it is never read as a record.
+
+A sidecar's column holds what the Python path would make of that run's values alone; a column
+whose values mix types there (16 and 'auto', 1 and 2.5, an integer past int64) is kept as JSON
+text, so that the merged index converts the store's values together, as a full parse would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+SIDECAR = ".llmbench-rows.arrow"
+SIDECAR_VERSION = "1"
+_PLAIN = (bool, int, float, str)
+
+
+def _column(vals: list[Any]) -> tuple[pa.Array, bool]:
+    """One column -> (Arrow, kept as JSON text)."""
+    types = {type(v) for v in vals if v is not None}
+    if len(types) <= 1 and types <= set(_PLAIN) and not (
+            int in types and any(not -2 ** 63 <= v < 2 ** 63 for v in vals if v is not None)):
+        return pa.array(vals), False
+    return pa.array([None if v is None else json.dumps(v) for v in vals], pa.string()), True
+
+
+def write_sidecar(run_dir: Path | str) -> Path | None:
+    """Build `run_dir`'s sidecar from its record files (the writer calls this when a run ends:
+    once a run, never per record). A failure only costs later cold builds their speed."""
+    from llmbench.store.index import INDEX_VERSION, _Files, _list_names, _row
+    from llmbench.store.store import _umask
+
+    d = str(run_dir)
+    files = _Files(sorted(_list_names(d)))
+    rows = []
+    for p, data, m, s in zip(files.paths, files.data, files.mtimes, files.sizes):
+        metrics: set[str] = set()
+        workload: set[str] = set()
+        r = _row(p, data, m, s, metrics, workload)
+        if r is not None:  # (a file that is no record is left uncovered: read as before)
+            r["path"] = os.path.basename(p)
+            r["_metrics"], r["_workload"] = sorted(metrics), sorted(workload)
+            rows.append(r)
+    cols: dict[str, list[Any]] = {}
+    for i, r in enumerate(rows):
+        for k, v in r.items():
+            cols.setdefault(k, [None] * len(rows))[i] = v
+    arrays, as_json = {}, []
+    for k, vals in cols.items():
+        arrays[k], js = _column(vals) if k not in ("_metrics", "_workload") else (pa.array(vals, pa.list_(pa.string())), False)
+        if js:
+            as_json.append(k)
+    meta = {"version": SIDECAR_VERSION, "index_version": INDEX_VERSION, "json": as_json}
+    table = pa.table(arrays).replace_schema_metadata({"llmbench": json.dumps(meta)})
+    tmp = None
+    try:
+        fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=".part")
+        os.fchmod(fd, 0o666 & ~_umask())  # the mode of a record (mkstemp makes it 0600)
+        with os.fdopen(fd, "wb") as f, pa.ipc.new_file(f, table.schema) as w:
+            w.write_table(table)
+        # no fsync: a sidecar torn by a crash is unreadable, and so ignored
+        os.replace(tmp, os.path.join(d, SIDECAR))
+    except OSError:
+        if tmp:
+            Path(tmp).unlink(missing_ok=True)
+        return None
+    return Path(d) / SIDECAR
+
+
+def read_sidecar(d: str) -> tuple[pa.Table, set[str]] | None:
+    """`d`'s sidecar: its rows with `path` made `d/<name>`, and the columns kept as JSON text;
+    None when there is none, or it is unreadable or of another version."""
+    from llmbench.store.index import INDEX_VERSION
+
+    try:
+        # read whole, not mapped: a map of a file cut short by another host would fault
+        with open(os.path.join(d, SIDECAR), "rb") as f:
+            t = pa.ipc.open_file(pa.py_buffer(f.read())).read_all()
+        meta = json.loads((t.schema.metadata or {}).get(b"llmbench", b"{}"))
+        if meta.get("version") != SIDECAR_VERSION or meta.get("index_version") != INDEX_VERSION:
+            return None
+        import pyarrow.compute as pc
+
+        t = t.replace_schema_metadata(None)
+        path = pc.binary_join_element_wise(d + os.sep, t.column("path"), "")
+        t = t.set_column(t.column_names.index("path"), "path", path)
+        return t, set(meta["json"])
+    except Exception:  # absent, torn, foreign: the files are read instead
+        return None
