@@ -186,3 +186,32 @@ def test_the_writer_leaves_sidecars_and_reading_writes_nothing(tmp_path, monkeyp
     before = sorted((p, p.stat().st_mtime_ns) for p in root.rglob("*"))
     _same_index(_cold(root), _full(root))
     assert sorted((p, p.stat().st_mtime_ns) for p in root.rglob("*")) == before
+
+
+def test_a_sweep_leaves_its_runs_sidecar_once_it_ends(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from llmbench.launch.kind import PointKind
+    from llmbench.launch.pipeline import run_sweep
+
+    monkeypatch.setenv("LLMBENCH_CACHE", str(tmp_path / "cache"))
+    written = []
+
+    class Fake(PointKind):
+        name = "fake"
+        parse_point = prepare = load_key = lambda self, *a, **k: None
+
+        def base_record(self, point, run_id, ctx):
+            return Record.model_validate(_doc(run_id, point.i))
+
+        def run_group(self, group, ctx, run_id, say, before_point=None):
+            for p in group:
+                # no sidecar while the run is written: nothing is added per record
+                written.append((root / run_id / sidecar.SIDECAR).exists())
+                yield p, self.base_record(p, run_id, ctx)
+
+    root = tmp_path / "res"
+    points = [SimpleNamespace(i=i, key=f"p{i}") for i in range(3)]
+    run_sweep(Fake(), points, root, executor="in-process", run_id="sweep")
+    assert written == [False] * 3 and (root / "sweep" / sidecar.SIDECAR).is_file()
+    _same_index(_cold(root), _full(root))
