@@ -13,6 +13,9 @@ file. So a directory whose mtime is unchanged since the index was built holds th
 records; only changed directories are listed file by file (name, mtime, size), and only new or
 changed files are parsed again. A record edited in place by hand (which does not touch the
 directory) is picked up with `load_index(root, full_check=True)`.
+
+A directory to read that holds a sidecar (store/sidecar.py: the rows its writer left when the
+run ended) gives its rows for the files the sidecar covers; only the others are parsed.
 """
 
 from __future__ import annotations
@@ -458,9 +461,9 @@ def _merge(parts: list[tuple[pa.Table, set[str]]]) -> pa.Table:
             if len(types) <= 1:
                 typ = next(iter(types), pa.null())
                 try:
-                    out[c] = pa.chunked_array(
-                        [ch for a, _, n in cols
-                         for ch in (a.cast(typ).chunks if a is not None else [pa.nulls(n, typ)])], typ)
+                    chunks = [a.cast(typ).chunks if a is not None else [pa.nulls(n, typ)]
+                              for a, _, n in cols]
+                    out[c] = pa.chunked_array([ch for cs in chunks for ch in cs], typ)
                     continue
                 except (pa.ArrowInvalid, pa.ArrowTypeError):  # an int64 no double holds exactly
                     pass

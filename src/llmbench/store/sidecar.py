@@ -61,7 +61,10 @@ def write_sidecar(run_dir: Path | str) -> Path | None:
             cols.setdefault(k, [None] * len(rows))[i] = v
     arrays, as_json = {}, []
     for k, vals in cols.items():
-        arrays[k], js = _column(vals) if k not in ("_metrics", "_workload") else (pa.array(vals, pa.list_(pa.string())), False)
+        if k in ("_metrics", "_workload"):
+            arrays[k] = pa.array(vals, pa.list_(pa.string()))
+            continue
+        arrays[k], js = _column(vals)
         if js:
             as_json.append(k)
     meta = {"version": SIDECAR_VERSION, "index_version": INDEX_VERSION, "json": as_json}
