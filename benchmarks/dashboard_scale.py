@@ -13,7 +13,7 @@ they exercise the code path, they are not results), builds the columnar index, s
   is served: the index build and the dashboard's start, as a user opening a large store for the
   first time waits for them
 Each run directory ends with the index rows llmbench's writer leaves when a run ends
-(`Store.index_dir`, store/sidecar.py); `--no-sidecars` measures a store without them (records
+(`index.write_sidecar`, store/sidecar.py); `--no-sidecars` measures a store without them (records
 copied in by hand, or written by an llmbench before 2026-12-03).
 Goals (the issues): first render < 2 s, filter < 300 ms, cold open < 3 s. Prints measured/goal
 ratios.
@@ -107,8 +107,8 @@ def generate(root: Path, n: int) -> None:
 def set_sidecars(root: Path, on: bool) -> int:
     """Give every run directory the sidecar the writer leaves at a run's end (the same call),
     or remove them; the number of run directories that have one."""
+    from llmbench.store.index import write_sidecar
     from llmbench.store.sidecar import SIDECAR
-    from llmbench.store.store import Store
 
     have = 0
     for d in sorted(p for p in root.iterdir() if p.is_dir()):
@@ -116,7 +116,7 @@ def set_sidecars(root: Path, on: bool) -> int:
             (d / SIDECAR).unlink(missing_ok=True)
             continue
         if not (d / SIDECAR).is_file():
-            Store(root).index_dir(d)
+            write_sidecar(d)
         have += (d / SIDECAR).is_file()
     return have
 
@@ -189,7 +189,7 @@ def main() -> None:
         print(f"generated {args.records:,} records in {time.perf_counter() - t:.1f} s under {root}")
     t = time.perf_counter()
     runs = set_sidecars(root, not args.no_sidecars)
-    print(f"sidecars: {runs:,} run directories have one (Store.index_dir, as the writer leaves "
+    print(f"sidecars: {runs:,} run directories have one (index.write_sidecar, as the writer leaves "
           f"it at a run's end; {time.perf_counter() - t:.1f} s)")
     from llmbench.report.data import load
     from llmbench.store.index import index_path

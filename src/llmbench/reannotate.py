@@ -173,8 +173,10 @@ def reannotate_store(root: Path, *, write: bool, now: str | None = None
         if write:
             store.rewrite(path, ch.record)
     if write:  # the rewritten records' index rows (store/sidecar.py)
+        from llmbench.store.index import write_sidecar
+
         for d in dict.fromkeys(ch.path.parent for ch in changes):
-            store.index_dir(d)
+            write_sidecar(d)
     return n, changes
 
 

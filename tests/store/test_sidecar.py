@@ -10,7 +10,7 @@ import pytest
 
 from llmbench.store import index, sidecar
 from llmbench.store.index import load_index
-from llmbench.store.store import Store, write_all
+from llmbench.store.store import Store
 from llmbench.store.record import Record
 
 
@@ -60,7 +60,7 @@ def _store(root):
     _write(root / "a", "notes.json", {"not": "a record"})
     for run in runs:
         if run != "nosidecar":
-            Store(root).index_dir(root / run)
+            index.write_sidecar(root / run)
     return runs
 
 
@@ -68,7 +68,7 @@ def _full(root):
     """The index built by parsing every file: sidecars ignored, no cached index."""
     index.index_path(root).unlink(missing_ok=True)
     real = sidecar.read_sidecar
-    sidecar.read_sidecar = lambda d: None
+    sidecar.read_sidecar = lambda d, version: None
     try:
         return load_index(root, save=False)
     finally:
@@ -123,7 +123,7 @@ def test_sidecar_rows_equal_a_full_parse(tmp_path, parsed):
     want = _full(root)
     assert want.table.num_rows == sum(len(v) for v in runs.values())
     # run c's columns of mixed types are kept as JSON text, converted with the other runs'
-    assert sidecar.read_sidecar(str(root / "c"))[1] == {"kv_cache_dtype", "scale", "big"}
+    assert sidecar.read_sidecar(str(root / "c"), index.INDEX_VERSION)[1] == {"kv_cache_dtype", "scale", "big"}
     parsed.clear()
     _same_index(_cold(root), want, parsed.bulk)
     # only what no sidecar covers was parsed: the run without one, the file that is no record
@@ -152,13 +152,13 @@ def test_stale_or_corrupt_sidecars_are_ignored(tmp_path, parsed, monkeypatch):
     (root / "a" / sidecar.SIDECAR).write_bytes(b"not arrow")
     (root / "d" / sidecar.SIDECAR).write_bytes(b"")
     monkeypatch.setattr(index, "INDEX_VERSION", "older")
-    Store(root).index_dir(root / "c")  # written by an llmbench whose rows were other ones
+    index.write_sidecar(root / "c")  # written by an llmbench whose rows were other ones
     monkeypatch.undo()  # (also drops the fixture's patches: set the ones this test needs again)
     monkeypatch.setenv("LLMBENCH_CACHE", str(tmp_path / "cache"))
     want = _full(root)
     _same_index(_cold(root), want, parsed.bulk)
     for run in "acd":
-        assert sidecar.read_sidecar(str(root / run)) is None
+        assert sidecar.read_sidecar(str(root / run), index.INDEX_VERSION) is None
 
 
 def test_a_catch_up_reads_new_runs_sidecars(tmp_path, parsed):
@@ -168,23 +168,29 @@ def test_a_catch_up_reads_new_runs_sidecars(tmp_path, parsed):
     docs = [_doc("late", i, {"kv_cache_dtype": 2.5}) for i in range(3)]
     for i, doc in enumerate(docs):
         _write(root / "late", f"inference-{i}.json", doc)
-    Store(root).index_dir(root / "late")
+    index.write_sidecar(root / "late")
     parsed.clear()
     got = load_index(root, save=False)
     assert not any(p for call in parsed for p in call if "/late/" in p)
     _same_index(got, _full(root), parsed.bulk)
 
 
-def test_the_writer_leaves_sidecars_and_reading_writes_nothing(tmp_path, monkeypatch):
+def test_an_import_leaves_sidecars_and_reading_writes_nothing(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    from llmbench.importers.registry import import_path
+
     monkeypatch.setenv("LLMBENCH_CACHE", str(tmp_path / "cache"))
     root = tmp_path / "res"
-    recs = [Record.model_validate(_doc(run, i)) for run in ("r1", "r2") for i in range(3)]
-    write_all(Store(root), recs)  # an import: one sidecar a run, once all are written
-    for run in ("r1", "r2"):
-        assert (root / run / sidecar.SIDECAR).is_file()
-    assert len(Store(root).paths()) == 6  # the sidecar is never read as a record
+    fixtures = Path(__file__).parents[1] / "importers" / "fixtures" / "lib"
+    dirs = import_path("llm-inference-bench", fixtures, root).run_dirs  # one sidecar a run, at its end
+    assert dirs and all((d / sidecar.SIDECAR).is_file() for d in dirs)
+    n = len(Store(root).paths())  # the sidecar is never read as a record
+    assert n == sum(len(list(d.glob("*.json"))) for d in dirs)
     before = sorted((p, p.stat().st_mtime_ns) for p in root.rglob("*"))
-    _same_index(_cold(root), _full(root))
+    got = _cold(root)
+    assert got.table.num_rows == n
+    _same_index(got, _full(root))
     assert sorted((p, p.stat().st_mtime_ns) for p in root.rglob("*")) == before
 
 

@@ -378,7 +378,7 @@ def load_index(root: Path | str, full_check: bool = False, save: bool = True,
             wanted = {p: ms for p, ms in current.items() if known.get(p) != ms}
         else:  # a cold build reads every file, and takes its mtime and size as it reads it
             wanted = None
-        side = sidecar.read_sidecar(d) if wanted is None or wanted else None
+        side = sidecar.read_sidecar(d, INDEX_VERSION) if wanted is None or wanted else None
         if side is None:
             to_read += _list_names(d) if wanted is None else list(wanted)
             continue
@@ -407,6 +407,28 @@ def load_index(root: Path | str, full_check: bool = False, save: bool = True,
     if save:
         _save(idx, cache)
     return idx
+
+
+def write_sidecar(run_dir: Path | str) -> None:
+    """Leave `run_dir`'s index rows as its sidecar (store/sidecar.py). The writer calls this
+    when a run ends (a sweep, an import, `llmbench annotate`): once a run, never per record.
+    A failure is only a warning: the records are written, a cold build parses them."""
+    d = str(run_dir)
+    try:
+        files = _Files(sorted(_list_names(d)))
+        rows = []
+        for p, data, m, s in zip(files.paths, files.data, files.mtimes, files.sizes):
+            metrics: set[str] = set()
+            workload: set[str] = set()
+            r = _row(p, data, m, s, metrics, workload)
+            if r is not None:  # (a file that is no record is left uncovered: read as before)
+                r["path"] = os.path.basename(p)
+                r["_metrics"], r["_workload"] = sorted(metrics), sorted(workload)
+                rows.append(r)
+        if rows:
+            sidecar.write(d, rows, INDEX_VERSION)
+    except Exception as e:  # (any: a sweep never fails for what only makes reading faster)
+        warnings.warn(f"could not write the index rows of {d}: {e}", stacklevel=2)
 
 
 def _covered(side: pa.Table, wanted: dict[str, tuple[int, int]]) -> tuple[pa.Table, list[str]]:

@@ -6,8 +6,10 @@ build of the index reads one small Arrow file a run instead of parsing every rec
 record files stay the truth: a reader takes a sidecar's row only for a file whose name, mtime
 and size it still lists; other files (hand-added, rewritten, written after the sidecar, a run
 that crashed before it) are parsed as before, removed files drop out, and a sidecar that is
-unreadable or of another version is ignored. Only the writer writes sidecars (reading never
-writes into the results directory). The name starts with '.', so it is never read as a record.
+unreadable or of another version is ignored. Only the writer writes sidecars, when a run ends
+(`index.write_sidecar`; reading never writes into the results directory). The name starts with
+'.', so it is never read as a record. This module is the file format; store/index.py makes the
+rows and reads them back.
 
 A sidecar's column holds what the Python path would make of that run's values alone; a column
 whose values mix types there (16 and 'auto', 1 and 2.5, an integer past int64) is kept as JSON
@@ -38,23 +40,11 @@ def _column(vals: list[Any]) -> tuple[pa.Array, bool]:
     return pa.array([None if v is None else json.dumps(v) for v in vals], pa.string()), True
 
 
-def write_sidecar(run_dir: Path | str) -> Path | None:
-    """Build `run_dir`'s sidecar from its record files (the writer calls this when a run ends:
-    once a run, never per record). A failure only costs later cold builds their speed."""
-    from llmbench.store.index import INDEX_VERSION, _Files, _list_names, _row
+def write(d: str, rows: list[dict[str, Any]], index_version: str) -> None:
+    """Save `rows` (flat rows with `path` the file's name, and each row's `_metrics` and
+    `_workload` names) as `d`'s sidecar, by rename; no fsync: a torn one is only ignored."""
     from llmbench.store.store import _umask
 
-    d = str(run_dir)
-    files = _Files(sorted(_list_names(d)))
-    rows = []
-    for p, data, m, s in zip(files.paths, files.data, files.mtimes, files.sizes):
-        metrics: set[str] = set()
-        workload: set[str] = set()
-        r = _row(p, data, m, s, metrics, workload)
-        if r is not None:  # (a file that is no record is left uncovered: read as before)
-            r["path"] = os.path.basename(p)
-            r["_metrics"], r["_workload"] = sorted(metrics), sorted(workload)
-            rows.append(r)
     cols: dict[str, list[Any]] = {}
     for i, r in enumerate(rows):
         for k, v in r.items():
@@ -67,34 +57,28 @@ def write_sidecar(run_dir: Path | str) -> Path | None:
         arrays[k], js = _column(vals)
         if js:
             as_json.append(k)
-    meta = {"version": SIDECAR_VERSION, "index_version": INDEX_VERSION, "json": as_json}
+    meta = {"version": SIDECAR_VERSION, "index_version": index_version, "json": as_json}
     table = pa.table(arrays).replace_schema_metadata({"llmbench": json.dumps(meta)})
-    tmp = None
+    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=".part")
     try:
-        fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=".part")
         os.fchmod(fd, 0o666 & ~_umask())  # the mode of a record (mkstemp makes it 0600)
         with os.fdopen(fd, "wb") as f, pa.ipc.new_file(f, table.schema) as w:
             w.write_table(table)
-        # no fsync: a sidecar torn by a crash is unreadable, and so ignored
         os.replace(tmp, os.path.join(d, SIDECAR))
-    except OSError:
-        if tmp:
-            Path(tmp).unlink(missing_ok=True)
-        return None
-    return Path(d) / SIDECAR
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
-def read_sidecar(d: str) -> tuple[pa.Table, set[str]] | None:
+def read_sidecar(d: str, index_version: str) -> tuple[pa.Table, set[str]] | None:
     """`d`'s sidecar: its rows with `path` made `d/<name>`, and the columns kept as JSON text;
-    None when there is none, or it is unreadable or of another version."""
-    from llmbench.store.index import INDEX_VERSION
-
+    None when there is none, or it is unreadable, of another version or of other index rows."""
     try:
         # read whole, not mapped: a map of a file cut short by another host would fault
         with open(os.path.join(d, SIDECAR), "rb") as f:
             t = pa.ipc.open_file(pa.py_buffer(f.read())).read_all()
         meta = json.loads((t.schema.metadata or {}).get(b"llmbench", b"{}"))
-        if meta.get("version") != SIDECAR_VERSION or meta.get("index_version") != INDEX_VERSION:
+        if meta.get("version") != SIDECAR_VERSION or meta.get("index_version") != index_version:
             return None
         import pyarrow.compute as pc
 

@@ -3,8 +3,8 @@
 Layout: <root>/<run_id>/<kind>-<point_key>-<suffix>.json. Names are unique per writer, so
 several processes (or hosts on a shared file system) can write into one root without locks;
 a write is a temp file, fsync and rename, so a kill at any moment leaves either the whole
-record or nothing. When a run ends, `index_dir` leaves `<root>/<run_id>/.llmbench-rows.arrow`,
-the run's index rows (store/sidecar.py): a cold index build reads them instead of every record.
+record or nothing. When a run ends, its writer leaves `<root>/<run_id>/.llmbench-rows.arrow`,
+the run's index rows (`index.write_sidecar`): a cold index build reads them, not every record.
 """
 
 from __future__ import annotations
@@ -159,18 +159,6 @@ class Store:
                                   f"written are intact)") from e
         return path
 
-    def index_dir(self, d: Path) -> None:
-        """When a run ends (once a run, never per record): leave its directory's index rows
-        (store/sidecar.py), so a cold index build reads them instead of parsing every record.
-        A failure is only a warning: the records are written, a cold build parses them."""
-        from llmbench.store.sidecar import write_sidecar
-
-        try:
-            if d.is_dir():
-                write_sidecar(d)
-        except Exception as e:  # (any: a sweep never fails for what only makes reading faster)
-            warnings.warn(f"could not write the index rows of {d}: {e}", stacklevel=2)
-
     # -- reading ---------------------------------------------------------------------------
     def paths(self) -> list[Path]:
         if not self.root.exists():
@@ -311,7 +299,4 @@ def write_all(store: Store, records: Iterable[Record], replace_runs: bool = Fals
                 p.unlink()
                 removed += 1
     with ThreadPoolExecutor(max_workers=8) as ex:  # fsync per record dominates: overlap them
-        paths = list(ex.map(store.write, records))
-    for rid in dict.fromkeys(r.run_id for r in records):
-        store.index_dir(store.run_dir(rid))
-    return paths, removed
+        return list(ex.map(store.write, records)), removed
