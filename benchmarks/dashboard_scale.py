@@ -1,6 +1,6 @@
 """Dashboard at scale: 100,000 records, time to first render and to apply a filter in Chromium.
 
-    .venv/bin/python benchmarks/dashboard_scale.py [--records 100000] [--dir DIR] [--keep]
+    .venv/bin/python benchmarks/dashboard_scale.py [--records 100000] [--dir DIR] [--no-sidecars]
 
 Generates records in the Record schema (a sweep of hardware x engine x model x lengths x
 batch x parallelism x repeats, own and reference kinds; values from a simple made-up formula:
@@ -12,6 +12,9 @@ they exercise the code path, they are not results), builds the columnar index, s
 - cold open: `llmbench dashboard` started on the store with no index (deleted) until its page
   is served: the index build and the dashboard's start, as a user opening a large store for the
   first time waits for them
+Each run directory ends with the index rows llmbench's writer leaves when a run ends
+(`index.write_sidecar`, store/sidecar.py); `--no-sidecars` measures a store without them (records
+copied in by hand, or written by an llmbench before 2026-12-03).
 Goals (the issues): first render < 2 s, filter < 300 ms, cold open < 3 s. Prints measured/goal
 ratios.
 """
@@ -85,6 +88,7 @@ def _doc(rng, i, hw, eng, model, io, bs, tp) -> dict:
 
 
 def generate(root: Path, n: int) -> None:
+    """The records, 100 a run, written as plain files."""
     rng = np.random.default_rng(0)
     grid = list(itertools.product(HW, ENGINES, MODELS, IO, BATCH, TP))
     order = rng.permutation(len(grid))  # any prefix covers every hardware and engine
@@ -98,6 +102,23 @@ def generate(root: Path, n: int) -> None:
             Record.model_validate(doc)
         # Plain writes: the store's fsync per record is not what is measured here.
         (d / f"rec-{i:06d}.json").write_text(json.dumps(doc))
+
+
+def set_sidecars(root: Path, on: bool) -> int:
+    """Give every run directory the sidecar the writer leaves at a run's end (the same call),
+    or remove them; the number of run directories that have one."""
+    from llmbench.store.index import write_sidecar
+    from llmbench.store.sidecar import SIDECAR
+
+    have = 0
+    for d in sorted(p for p in root.iterdir() if p.is_dir()):
+        if not on:
+            (d / SIDECAR).unlink(missing_ok=True)
+            continue
+        if not (d / SIDECAR).is_file():
+            write_sidecar(d)
+        have += (d / SIDECAR).is_file()
+    return have
 
 
 def server_side_cpu(d, n_filters: int) -> tuple[float, list[float]]:
@@ -153,6 +174,8 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=100_000)
     ap.add_argument("--dir", type=Path, default=None, help="reuse/keep records here")
     ap.add_argument("--filters", type=int, default=5)
+    ap.add_argument("--no-sidecars", action="store_true",
+                    help="remove the run directories' sidecars (store/sidecar.py) before measuring")
     ap.add_argument("--compare-python", action="store_true",
                     help="also parse every record in Python (the index's small-update path) and "
                          "print the cold build's ratio against it")
@@ -164,6 +187,10 @@ def main() -> None:
         t = time.perf_counter()
         generate(root, args.records)
         print(f"generated {args.records:,} records in {time.perf_counter() - t:.1f} s under {root}")
+    t = time.perf_counter()
+    runs = set_sidecars(root, not args.no_sidecars)
+    print(f"sidecars: {runs:,} run directories have one (index.write_sidecar, as the writer leaves "
+          f"it at a run's end; {time.perf_counter() - t:.1f} s)")
     from llmbench.report.data import load
     from llmbench.store.index import index_path
 

@@ -172,6 +172,11 @@ def reannotate_store(root: Path, *, write: bool, now: str | None = None
         changes.append(ch)
         if write:
             store.rewrite(path, ch.record)
+    if write:  # the rewritten records' index rows (store/sidecar.py)
+        from llmbench.store.index import write_sidecar
+
+        for d in dict.fromkeys(ch.path.parent for ch in changes):
+            write_sidecar(d)
     return n, changes
 
 

@@ -95,6 +95,7 @@ class Imported:
 def import_path(tool: str, path: Path, results: Path, annotate: bool = True, **names) -> Imported:
     """Parse, attach roofline bounds where the hardware and model are known, and write through
     the store's one batch write path; a re-import of the same data replaces its records."""
+    from llmbench.store.index import write_sidecar
     from llmbench.store.store import Store, write_all
 
     t0 = time.perf_counter()
@@ -114,4 +115,6 @@ def import_path(tool: str, path: Path, results: Path, annotate: bool = True, **n
         res.records = [r for r in res.records if record_id(r.model_dump()) not in held]
     _, replaced = write_all(store, res.records, replace_runs=res.replace)
     dirs = [store.run_dir(rid) for rid in dict.fromkeys(r.run_id for r in res.records)]
+    for d in dirs:  # each imported run ends here: its index rows (store/sidecar.py)
+        write_sidecar(d)
     return Imported(res, dirs, bounded, replaced, t1 - t0, t2 - t1, time.perf_counter() - t2)

@@ -62,6 +62,9 @@ def run_sweep(kind: PointKind, points: list, results: Path, *, executor: str = "
             runner = run_group if local else run_group_isolated
             result.records.extend(runner(kind, group, ctx, result.run_id, store, say))
     result.records = kind.finish(store, result.records)
+    from llmbench.store.index import write_sidecar
+
+    write_sidecar(store.run_dir(result.run_id))  # after finish: it may rewrite the run's records
     return result
 
 

@@ -13,6 +13,9 @@ file. So a directory whose mtime is unchanged since the index was built holds th
 records; only changed directories are listed file by file (name, mtime, size), and only new or
 changed files are parsed again. A record edited in place by hand (which does not touch the
 directory) is picked up with `load_index(root, full_check=True)`.
+
+A directory to read that holds a sidecar (store/sidecar.py: the rows its writer left when the
+run ended) gives its rows for the files the sidecar covers; only the others are parsed.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from llmbench.store import sidecar
 from llmbench.store.store import _section, flatten
 
 INDEX_VERSION = "6"  # 6: tool figures, ITL client-limited flags, GPU counters, throttled; 5: `roofline_version`, `energy_short_window`; 4: rows carry `source_tool`; 3: kept in the user cache, `opt_*` engine options
@@ -365,14 +369,29 @@ def load_index(root: Path | str, full_check: bool = False, save: bool = True,
     drop_dirs = set(changed) | set(gone)
     # Rows to keep: files in unchanged directories, and unchanged files in changed ones.
     keep_paths = {p for p in known if os.path.dirname(p) not in drop_dirs}
-    if known:  # a catch-up: only new or changed files (name, mtime, size) are read
-        current: dict[str, tuple[int, int]] = {}
-        for d in changed:
-            current.update(_list_files(d))
-        keep_paths |= {p for p, ms in current.items() if known.get(p) == ms}
-        to_read = [p for p, ms in current.items() if known.get(p) != ms]
-    else:  # a cold build reads every file, and takes its mtime and size as it reads it
-        to_read = [p for d in changed for p in _list_names(d)]
+    parts: list[tuple[pa.Table, set[str]]] = []  # rows from run directories' sidecars
+    to_read: list[str] = []
+    for d in sorted(changed):  # (sidecars in path order: mostly no sort after)
+        if known:  # a catch-up: only new or changed files (name, mtime, size) are read
+            current = _list_files(d)
+            keep_paths |= {p for p, ms in current.items() if known.get(p) == ms}
+            wanted = {p: ms for p, ms in current.items() if known.get(p) != ms}
+        else:  # a cold build reads every file, and takes its mtime and size as it reads it
+            wanted = None
+        side = sidecar.read_sidecar(d, INDEX_VERSION) if wanted is None or wanted else None
+        if side is None:
+            to_read += _list_names(d) if wanted is None else list(wanted)
+            continue
+        if wanted is None:
+            wanted = _list_files(d)
+        part, left = _covered(side[0], wanted)
+        parts.append((part, side[1]))
+        to_read += left
+    parts = _grouped(parts)
+    for part, _ in parts:
+        for names, found in (("_metrics", metrics), ("_workload", workload)):
+            found.update(_names_in(part.column(names)))
+    parts = [(t.drop_columns(["_metrics", "_workload"]), js) for t, js in parts]
     new = read_table(to_read, metrics, workload, read=read)
     if old is not None and old.table.num_rows:
         import pyarrow.compute as pc
@@ -381,8 +400,102 @@ def load_index(root: Path | str, full_check: bool = False, save: bool = True,
         base = old.table.filter(mask)
     else:
         base = _table_from_rows([])
-    table = _concat(base, new)
+    table = _merge([(base, set()), *parts, (new, set())])
+    if parts and not _sorted(table.column("path")):  # as a cold build without sidecars gives them
+        table = table.sort_by("path")
     idx = Index(table, sorted(metrics), sorted(workload), _settled(dirs), top)
     if save:
         _save(idx, cache)
     return idx
+
+
+def write_sidecar(run_dir: Path | str) -> None:
+    """Leave `run_dir`'s index rows as its sidecar (store/sidecar.py). The writer calls this
+    when a run ends (a sweep, an import, `llmbench annotate`): once a run, never per record.
+    A failure is only a warning: the records are written, a cold build parses them."""
+    d = str(run_dir)
+    try:
+        files = _Files(sorted(_list_names(d)))
+        rows = []
+        for p, data, m, s in zip(files.paths, files.data, files.mtimes, files.sizes):
+            metrics: set[str] = set()
+            workload: set[str] = set()
+            r = _row(p, data, m, s, metrics, workload)
+            if r is not None:  # (a file that is no record is left uncovered: read as before)
+                r["path"] = os.path.basename(p)
+                r["_metrics"], r["_workload"] = sorted(metrics), sorted(workload)
+                rows.append(r)
+        if rows:
+            sidecar.write(d, rows, INDEX_VERSION)
+    except Exception as e:  # (any: a sweep never fails for what only makes reading faster)
+        warnings.warn(f"could not write the index rows of {d}: {e}", stacklevel=2)
+
+
+def _covered(side: pa.Table, wanted: dict[str, tuple[int, int]]) -> tuple[pa.Table, list[str]]:
+    """The sidecar's rows of the `wanted` files it covers (same name, mtime and size), and the
+    wanted files it does not cover, to be parsed."""
+    paths, mtimes, sizes = (side.column(c).to_pylist() for c in _FILE_COLS)
+    mask = [wanted.get(p) == (m, s) for p, m, s in zip(paths, mtimes, sizes)]
+    if not all(mask):
+        side = side.filter(pa.array(mask, pa.bool_()))
+    covered = {p for p, ok in zip(paths, mask) if ok}
+    return side, [p for p in wanted if p not in covered]
+
+
+def _names_in(col: pa.ChunkedArray) -> list[str]:
+    import pyarrow.compute as pc
+
+    return pc.unique(pc.list_flatten(col)).to_pylist()
+
+
+def _grouped(parts: list[tuple[pa.Table, set[str]]]) -> list[tuple[pa.Table, set[str]]]:
+    """Sidecars of one schema concatenated (zero-copy): the runs of a store mostly share one,
+    and merging column by column costs per table."""
+    groups: dict[tuple[pa.Schema, frozenset[str]], list[pa.Table]] = {}
+    for t, js in parts:
+        groups.setdefault((t.schema, frozenset(js)), []).append(t)
+    return [(pa.concat_tables(ts), set(js)) for (_, js), ts in groups.items()]
+
+
+def _sorted(col: pa.ChunkedArray) -> bool:
+    import pyarrow.compute as pc
+
+    a = col.combine_chunks()
+    return len(a) < 2 or pc.all(pc.less_equal(a[:-1], a[1:])).as_py()
+
+
+def _merge(parts: list[tuple[pa.Table, set[str]]]) -> pa.Table:
+    """Tables of rows -> one, each column typed as the Python path types all of its values
+    together (`_array`); each part names the columns it holds as JSON text (sidecar.py)."""
+    parts = [(t, js) for t, js in parts if t.num_rows]
+    if not parts:
+        return _table_from_rows([])
+    if len(parts) == 1 and not parts[0][1]:
+        return parts[0][0]
+    out: dict[str, pa.ChunkedArray | pa.Array] = {}
+    by_name = [dict(zip(t.column_names, t.columns)) for t, _ in parts]
+    for c in dict.fromkeys(c for t, _ in parts for c in t.column_names):
+        cols = [(named.get(c), c in js, t.num_rows) for named, (t, js) in zip(by_name, parts)]
+        if not any(j for _, j, _ in cols):
+            types = {a.type for a, _, _ in cols if a is not None} - {pa.null()}
+            if types == {pa.int64(), pa.float64()}:
+                types = {pa.float64()}  # as pa.array types ints and floats together
+            if len(types) <= 1:
+                typ = next(iter(types), pa.null())
+                try:
+                    chunks = [a.cast(typ).chunks if a is not None else [pa.nulls(n, typ)]
+                              for a, _, n in cols]
+                    out[c] = pa.chunked_array([ch for cs in chunks for ch in cs], typ)
+                    continue
+                except (pa.ArrowInvalid, pa.ArrowTypeError):  # an int64 no double holds exactly
+                    pass
+        vals: list[Any] = []  # mixed types: converted from Python values, as a full parse does
+        for a, j, n in cols:
+            if a is None:
+                vals += [None] * n
+            elif j:
+                vals += [None if v is None else json.loads(v) for v in a.to_pylist()]
+            else:
+                vals += a.to_pylist()
+        out[c] = _array(vals)
+    return pa.table(out)

@@ -3,7 +3,8 @@
 Layout: <root>/<run_id>/<kind>-<point_key>-<suffix>.json. Names are unique per writer, so
 several processes (or hosts on a shared file system) can write into one root without locks;
 a write is a temp file, fsync and rename, so a kill at any moment leaves either the whole
-record or nothing.
+record or nothing. When a run ends, its writer leaves `<root>/<run_id>/.llmbench-rows.arrow`,
+the run's index rows (`index.write_sidecar`): a cold index build reads them, not every record.
 """
 
 from __future__ import annotations
