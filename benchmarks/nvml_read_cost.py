@@ -12,28 +12,31 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import sys
 import time
 
 
-def timed(fn, calls: int) -> tuple[float, float]:
+def timed(fn, calls: int, clock=time.perf_counter) -> tuple[float, float]:
+    """(median, p90) ms of `calls` calls of fn; p90 is the sorted times' element at 0.9 (n-1)."""
     ts = []
     for _ in range(calls):
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
-        ts.append(time.perf_counter() - t0)
+        ts.append(clock() - t0)
     ts.sort()
     return statistics.median(ts) * 1e3, ts[int(0.9 * (len(ts) - 1))] * 1e3
 
 
-def changes(read, watch_s: float) -> tuple[int, int, float | None]:
-    """(reads, distinct values, median ms between value changes) over watch_s of reads."""
-    t_end = time.perf_counter() + watch_s
+def changes(read, watch_s: float, clock=time.perf_counter) -> tuple[int, int, float | None]:
+    """(reads, distinct values, median ms between value changes) over watch_s of reads; the
+    first change only opens the count (the watch starts at an unknown phase of the counter)."""
+    t_end = clock() + watch_s
     last, n, stamps = None, 0, []
-    while time.perf_counter() < t_end:
+    while clock() < t_end:
         v = read()
         n += 1
         if v != last:
-            stamps.append(time.perf_counter())
+            stamps.append(clock())
             last = v
     gaps = [b - a for a, b in zip(stamps[1:], stamps[2:])]
     return n, len(stamps), statistics.median(gaps) * 1e3 if gaps else None
@@ -45,9 +48,14 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=50)
     ap.add_argument("--watch-s", type=float, default=1.0)
     a = ap.parse_args()
-    import pynvml as nv
+    if a.calls < 1 or a.watch_s <= 0:
+        ap.error("--calls must be >= 1 and --watch-s > 0")
+    try:
+        import pynvml as nv
 
-    nv.nvmlInit()
+        nv.nvmlInit()
+    except Exception as e:  # no pynvml, no driver: nothing to time here
+        sys.exit(f"nvml_read_cost: NVML unavailable on this machine: {type(e).__name__}: {e}")
     h = nv.nvmlDeviceGetHandleByIndex(a.index)
     print(f"GPU {a.index}: {nv.nvmlDeviceGetName(h)}, driver {nv.nvmlSystemGetDriverVersion()}")
     energy_fi = nv.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION

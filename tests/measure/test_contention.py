@@ -157,12 +157,13 @@ def test_behind_a_meter_the_gpu_list_is_taken_inside_the_window_after_the_openin
             return float(len(log))
 
     watch = ContentionWatch([0], Nv({0: [os.getpid()]}))
-    with WatchedMeter(Counter(""), watch).window():
+    with WatchedMeter(Counter(""), watch).window() as w:
         deadline = time.monotonic() + 10
         while len(log) < 3 and time.monotonic() < deadline:
             time.sleep(0.001)
         inside = list(log)
-    r = watch.result()
+    r = watch.result()  # waits for the GPU lists only: the closing read may still be out
+    w.settle()
     assert inside == ["gpu list", "energy read", "gpu list"]  # at the start; opening; inside
     assert log == inside + ["energy read"]                     # the closing edge: energy only
     assert r["gpu_other_pids"] == [str(other)] and r["contended"]

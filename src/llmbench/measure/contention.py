@@ -80,8 +80,7 @@ def ppid_descendants(root: int, procs: list[int], proc: str = "/proc") -> set[in
     kids: dict[int, list[int]] = {}
     for pid in procs:
         with contextlib.suppress(OSError, ValueError, IndexError):  # ended meanwhile
-            raw = _read_all(f"{proc}/{pid}/stat")
-            ppid = int(raw[raw.rindex(b")") + 2:].split(None, 2)[1])  # field 4, after the state
+            ppid = int(_stat_fields(pid, proc)[1])  # field 4
             kids.setdefault(ppid, []).append(pid)
     pids, todo = {root}, [root]
     while todo:
@@ -147,17 +146,22 @@ _TICK_S = 1.0 / os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 0.01
 def _stat_cpu(pid: int) -> tuple[tuple[int, float], float] | None:
     """((pid, start ticks), CPU seconds) from /proc/PID/stat; None when the process is gone."""
     try:
-        raw = _read_all(f"/proc/{pid}/stat")
+        f = _stat_fields(pid)
     except FileNotFoundError:
         if not os.path.isdir("/proc/self"):
             raise _NoProc from None
         return None
     except OSError:
         return None
-    # fields after the command name, which is in parentheses and may hold spaces
-    f = raw[raw.rindex(b")") + 2:].split()
-    # f[0] is field 3 (state): utime 14, stime 15, cutime 16, cstime 17, starttime 22
+    # utime 14, stime 15, cutime 16, cstime 17, starttime 22
     return (pid, float(f[19])), (int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])) * _TICK_S
+
+
+def _stat_fields(pid: int, proc: str = "/proc") -> list[bytes]:
+    """/proc/PID/stat's fields from field 3 (the state) on: the command name before them is in
+    parentheses and may hold spaces."""
+    raw = _read_all(f"{proc}/{pid}/stat")
+    return raw[raw.rindex(b")") + 2:].split()
 
 
 def _psutil_cpu_s(pids: set[int]) -> dict[tuple[int, float], float]:
