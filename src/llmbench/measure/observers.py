@@ -21,8 +21,9 @@ def observers(meter=None, watch=None, counters=None, **more: str | None) -> dict
 def observed(meter, watch, counters):
     """`meter` whose every window is also watched for contention (outermost: its CPU-time
     reads bracket everything) and read for hardware counters (inside it, around the energy
-    window). Closing a window then queues its reads on the aside thread in the order the
-    record needs them soonest: the energy counter's, then the GPM sample's, then the GPU list."""
+    window). On the aside thread the GPU list is then taken inside the window, after the energy
+    counter's opening read, and the closing GPM samples come before the counter's closing read
+    (~4 ms): the record waits for the counter alone, and only when it takes the energy."""
     from llmbench.measure.contention import WatchedMeter
     from llmbench.measure.gpm import CountedMeter
 
