@@ -1,9 +1,11 @@
 """Machine sharing during the measured window (measure/contention.py): other processes on our
 GPUs through a fake NVML, other processes' CPU time through a real busy process."""
 
+import contextlib
 import os
 import subprocess
 import sys
+import threading
 import time
 from types import SimpleNamespace
 
@@ -193,23 +195,28 @@ def test_cpu_times_from_proc_stat_equal_psutils_for_a_busy_child():
     assert list(mine.values())[0] >= 0.25
 
 
+def _child_with_grandchild():
+    child = subprocess.Popen([sys.executable, "-c", "import subprocess, sys\n"
+                              "p = subprocess.Popen([sys.executable, '-c', 'import sys; sys.stdin.read()'],"
+                              " stdin=subprocess.PIPE)\nprint(p.pid, flush=True)\nsys.stdin.read()\n"
+                              "p.communicate(b'')"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    return child, int(child.stdout.readline())
+
+
 def test_our_tree_reads_the_same_either_way_and_the_cheaper_way_is_chosen(monkeypatch):
     # A child with a grandchild: the per-thread children lists and the parents in every stat
     # file give the same tree (root, child, grandchild). With more threads listed last time
     # than the machine has processes, own_pids takes the parents' way; otherwise the lists'.
     from llmbench.measure import contention
 
-    child = subprocess.Popen([sys.executable, "-c", "import subprocess, sys\n"
-                              "p = subprocess.Popen([sys.executable, '-c', 'import sys; sys.stdin.read()'],"
-                              " stdin=subprocess.PIPE)\nprint(p.pid, flush=True)\nsys.stdin.read()\n"
-                              "p.communicate(b'')"], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    child, grandchild = _child_with_grandchild()
     try:
-        grandchild = int(child.stdout.readline())
         me, procs = os.getpid(), [int(d) for d in os.listdir("/proc") if d.isdigit()]
         # (other tests may have left children of ours running: both ways must see them too)
         tree = contention.proc_descendants(me)
         assert {me, child.pid, grandchild} <= tree and contention.ppid_descendants(me, procs) == tree
         ways = []
+        monkeypatch.setattr(contention, "_tasks_made", lambda: None)  # no kept listing
         monkeypatch.setattr(contention, "ppid_descendants",
                             lambda root, procs: ways.append("parents") or tree)
         monkeypatch.setitem(contention._CHILDREN_FILES, me, len(procs) + 1000)
@@ -218,6 +225,63 @@ def test_our_tree_reads_the_same_either_way_and_the_cheaper_way_is_chosen(monkey
         assert contention.own_pids() == tree and ways == ["parents"]  # the lists' way this time
     finally:
         child.communicate(b"")
+
+
+def test_the_tree_is_listed_again_only_after_the_kernel_made_a_task(monkeypatch):
+    # The kernel's task count (faked here, so other threads cannot move it) stays put: the
+    # last listing is kept, and only narrowed: a child that ended drops out, and so does its
+    # child, now another's. The count moves: the tree is listed again.
+    from llmbench.measure import contention
+
+    made, listings = [100], []
+    monkeypatch.setattr(contention, "_tasks_made", lambda: made[0])
+    real = contention._list_tree
+    monkeypatch.setattr(contention, "_list_tree", lambda root: listings.append(root) or real(root))
+    monkeypatch.setattr(contention, "_TREES", {})
+    me = os.getpid()
+    child, grandchild = _child_with_grandchild()
+    try:
+        first = own_pids()
+        assert {me, child.pid, grandchild} <= first and listings == [me]
+        assert own_pids() == first == contention.proc_descendants(me) and listings == [me]
+        child.kill()
+        child.wait()  # reaped: no longer anyone's child; the grandchild goes to init
+        kept = own_pids()
+        assert listings == [me] and child.pid not in kept and grandchild not in kept
+        assert kept == first - {child.pid, grandchild} == contention.proc_descendants(me)
+        made[0] += 1
+        assert own_pids() == kept and listings == [me, me]
+    finally:
+        child.kill()
+        child.wait()
+        with contextlib.suppress(psutil.Error):
+            psutil.Process(grandchild).kill()
+
+
+def test_the_kernels_task_count_moves_with_each_thread_and_process():
+    from llmbench.measure import contention
+
+    before = contention._read_tasks_made()
+    if before is None:
+        pytest.skip("no task count in /proc/stat on this machine (Linux only)")
+    t = threading.Thread(target=lambda: None)
+    t.start()
+    t.join()
+    after_thread = contention._read_tasks_made()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    assert before < after_thread < contention._read_tasks_made()
+    assert contention._tasks_made() is not None
+
+
+def test_where_the_task_count_does_not_move_the_tree_is_listed_every_time(monkeypatch):
+    from llmbench.measure import contention
+
+    listings = []
+    monkeypatch.setattr(contention, "_COUNTS_TASKS", None)
+    monkeypatch.setattr(contention, "_read_tasks_made", lambda: 7)  # a sandbox's constant
+    monkeypatch.setattr(contention, "_list_tree", lambda root: listings.append(root) or {root})
+    assert contention._tasks_made() is None and contention._COUNTS_TASKS is False
+    assert own_pids() == own_pids() == {os.getpid()} and len(listings) == 2
 
 
 def test_a_failing_gpu_scan_is_named_not_raised():

@@ -34,13 +34,28 @@ SCAN_TIMEOUT_S = 30.0  # a GPU list that hangs in NVML costs the point's content
 
 
 def own_pids(root: int | None = None) -> set[int]:
-    """`root` (this process unless given) and its descendants, read the cheaper of two ways on
-    Linux: each of our threads' children list (/proc/PID/task/TID/children: a torch process has
-    ~150 threads, 0.5-0.9 ms an edge on H200 hosts), or every process's parent from its stat
-    file, where the machine runs fewer processes than our tree has threads (a container). The
-    choice compares the process count with the thread count the last children listing read;
-    psutil answers where /proc has no lists."""
+    """`root` (this process unless given) and its descendants. While the kernel has made no
+    task since the last listing (`_tasks_made`), that listing can only have shrunk: its pids'
+    parents (a stat file each) say which are still ours, and the listing is not read again."""
     root = os.getpid() if root is None else root
+    made = _tasks_made()
+    known = _TREES.get(root)
+    if made is not None and known is not None and known[0] == made:
+        tree = _TREES[root][1] = ppid_descendants(root, sorted(known[1] - {root}))
+        return tree
+    tree = _list_tree(root)
+    if made is not None:  # counted before the listing: a task made during it moves the count
+        _TREES[root] = [made, tree]
+    return tree
+
+
+def _list_tree(root: int) -> set[int]:
+    """root's tree read the cheaper of two ways on Linux: each of our threads' children list
+    (/proc/PID/task/TID/children: a torch process has ~150 threads, 0.5-0.9 ms an edge on H200
+    hosts), or every process's parent from its stat file, where the machine runs fewer
+    processes than our tree has threads (a container). The choice compares the process count
+    with the thread count the last children listing read; psutil answers where /proc has no
+    lists."""
     try:
         threads = _CHILDREN_FILES.get(root)
         if threads is not None:
@@ -53,6 +68,34 @@ def own_pids(root: int | None = None) -> set[int]:
 
 
 _CHILDREN_FILES: dict[int, int] = {}  # root -> children files its last listing read
+_TREES: dict[int, list] = {}  # root -> [tasks made before its last listing, the tree then]
+
+
+def _tasks_made() -> int | None:
+    """Tasks (processes and threads) the kernel has made since boot: /proc/stat's `processes`,
+    never reused, unlike a pid. None where it is missing or does not move when a task is made
+    (checked once, with a thread: a sandbox's /proc)."""
+    global _COUNTS_TASKS
+    if _COUNTS_TASKS is None:
+        before = _read_tasks_made()
+        t = threading.Thread(target=lambda: None)
+        t.start()
+        t.join()
+        after = _read_tasks_made()
+        _COUNTS_TASKS = None not in (before, after) and after > before
+    return _read_tasks_made() if _COUNTS_TASKS else None
+
+
+_COUNTS_TASKS: bool | None = None
+
+
+def _read_tasks_made() -> int | None:
+    try:
+        raw = _read_all("/proc/stat")
+        at = raw.index(b"\nprocesses ") + 11
+        return int(raw[at:raw.index(b"\n", at)])
+    except (OSError, ValueError):
+        return None
 
 
 def proc_descendants(root: int, proc: str = "/proc") -> set[int]:
