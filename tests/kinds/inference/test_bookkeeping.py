@@ -47,3 +47,21 @@ def test_bookkeeping_error_after_the_point_keeps_the_measurement(tmp_path, monke
 
     [stored] = Store(tmp_path / "res").records()
     assert stored.status == "ok" and stored.notes == rec.notes
+
+
+def test_bookkeeping_runs_before_the_energy_settle_and_the_record_has_both(tmp_path, monkeypatch):
+    """The caller's bookkeeping overlaps NVML's closing energy read: it runs before
+    take_energy waits for it, and the stored record still holds its facts and the energy's."""
+    pytest.importorskip("llama_cpp")
+    from llmbench.kinds.inference import kind, offline
+
+    order = []
+    keep, settle = kind._bookkeep, offline.OfflineRun.take_energy
+    monkeypatch.setattr(kind, "_bookkeep", lambda *a: (order.append("bookkeep"), keep(*a)))
+    monkeypatch.setattr(offline.OfflineRun, "take_energy",
+                        lambda self: (order.append("energy"), settle(self)))
+    [rec] = run_sweep(InferenceKind(), _spec().points(), tmp_path / "res", executor="in-process",
+                      run_id="r").records
+    assert order == ["bookkeep", "energy"], order
+    assert rec.status == "ok" and "load_time_s" in rec.metrics and rec.roofline is not None
+    assert rec.backend.options["n_threads"] == 1

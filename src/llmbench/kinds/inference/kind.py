@@ -118,7 +118,9 @@ def base_record(point: Point, run_id: str, model: ModelRef, backend_cls) -> Reco
         notes=[f"no roofline: {model.arch_note}"] if model.arch_note else [])
 
 
-def run_point(backend, point: Point, rec: Record, on_repeat=None) -> Record:
+def run_point(backend, point: Point, rec: Record, on_repeat=None, before_energy=None) -> Record:
+    """Measure `point` into `rec`. `before_energy` (the caller's bookkeeping) runs while
+    NVML's closing energy read is still out on the aside thread, so the two overlap."""
     from llmbench.kinds.inference.offline import measure_offline
     from llmbench.kinds.inference.perplexity import run_perplexity
 
@@ -143,6 +145,8 @@ def run_point(backend, point: Point, rec: Record, on_repeat=None) -> Record:
     peak = backend.memory_peak_gib()
     if peak is not None:
         rec.metrics["mem_peak_gib"] = summarize([peak], "GiB", keep_samples=False)
+    if before_energy:
+        before_energy()
     if offline:
         taken = len(run.notes)
         run.take_energy()
@@ -219,14 +223,12 @@ class InferenceKind(PointKind):
                     if before_point:
                         before_point(p)
                     backend.point, backend.engine_options = p, p.options
-                    run_point(backend, p, rec, on_repeat=lambda: say("repeat", p, 1))
-                    say("measured", p, 0)  # the engine's part is over; what follows is bookkeeping
+                    run_point(backend, p, rec, on_repeat=lambda: say("repeat", p, 1),
+                              before_energy=lambda: _bookkeep(rec, backend, load_s))
+                    say("measured", p, 0)  # the engine's part is over
                 except Exception as e:
                     rec.status, rec.error = "failed", describe(e)
                     release_memory()
-                else:
-                    rec.metrics["load_time_s"] = summarize([load_s], "s", keep_samples=False)
-                    _bookkeep(rec, backend)
             yield p, rec
         try:
             backend.close()
@@ -234,9 +236,10 @@ class InferenceKind(PointKind):
             pass
 
 
-def _bookkeep(rec: Record, backend) -> None:
-    """What the engine reports about a measured point. A failure here costs that fact, noted,
-    never the measurement."""
+def _bookkeep(rec: Record, backend, load_s: float) -> None:
+    """What the engine reports about a measured point, its load time and roofline (which reads
+    no energy metric). A failure here costs that fact, noted, never the measurement."""
+    rec.metrics["load_time_s"] = summarize([load_s], "s", keep_samples=False)
     def options():
         rec.backend.options = backend.effective_options()
 
