@@ -8,8 +8,9 @@ Both sides run greedy decoding of the same prompt (batch 1) on the same loaded m
 - llmbench, whole point: what a user pays per point of `llmbench run` once the engine is
             loaded, timed around all of it: the record's environment capture, prompt building,
             the energy meter, contention watch and GPU counters, generation, timelines and
-            metrics, the roofline and writing the record to disk (base_record, run_point,
-            attach_roofline, Store.write), with each part's time printed;
+            metrics, the engine's facts and the roofline (taken while NVML's closing energy
+            read is out, as run_group does) and writing the record to disk (base_record,
+            run_point, _bookkeep, Store.write), with each part's time printed;
 - llmbench, batch_latency_s: the timed window inside that point (what the record reports);
 - with --observers, the same window with observers changed, to price each: without the
   contention watch and GPU counters (`no watch`), without any observer (`no observers`: no
@@ -265,7 +266,7 @@ def main() -> None:
     if a.nice:
         os.nice(a.nice)
 
-    from llmbench.kinds.inference.kind import attach_roofline, base_record, run_point
+    from llmbench.kinds.inference.kind import _bookkeep, base_record, run_point
     from llmbench.kinds.inference.offline import run_offline
     from llmbench.measure.contention import CPU_SHARE_LIMIT, busy_cpu_s
     from llmbench.measure.power import EnergyMeter, open_meter
@@ -275,7 +276,7 @@ def main() -> None:
     model = be.model
     store = Store(tempfile.mkdtemp(prefix="llmbench-overhead-"))
     parts: dict[str, list[float]] = {k: [] for k in ("base_record", "run_point outside the window",
-                                                     "roofline", "store write")}
+                                                     "facts and roofline", "store write")}
     last: dict = {}
 
     def whole_point() -> tuple[float, float]:
@@ -283,17 +284,23 @@ def main() -> None:
         t0 = time.perf_counter()
         rec = base_record(point, "overhead", model, type(be))
         t1 = time.perf_counter()
-        run_point(be, point, rec, on_repeat=lambda: None)  # as the CLI's progress bar is told
+        book = []
+
+        def bookkeep():  # as run_group does: while NVML's closing energy read is out
+            b0 = time.perf_counter()
+            _bookkeep(rec, be, 0.0)
+            book.append(time.perf_counter() - b0)
+
+        # on_repeat: as the CLI's progress bar is told
+        run_point(be, point, rec, on_repeat=lambda: None, before_energy=bookkeep)
         t2 = time.perf_counter()
-        attach_roofline(rec)
-        t3 = time.perf_counter()
         store.write(rec)
-        t4 = time.perf_counter()
+        t3 = time.perf_counter()
         lat = rec.metrics["batch_latency_s"].mean
-        for k, dt in zip(parts, (t1 - t0, t2 - t1 - lat, t3 - t2, t4 - t3)):
+        for k, dt in zip(parts, (t1 - t0, t2 - t1 - lat - book[0], book[0], t3 - t2)):
             parts[k].append(dt)
         last["record"] = rec
-        return t4 - t0, lat
+        return t3 - t0, lat
 
     def window(meter) -> tuple[float]:
         """batch_latency_s of the offline workload with this meter (observers as given)."""
@@ -483,7 +490,7 @@ def breakdown_text(totals: dict[str, float], n: int, wholes: float, windows: flo
     for name, t in sorted(totals.items(), key=lambda kv: -kv[1]):
         lines.append(f"  {t / n * 1e3:8.3f}  {name}")
     lines.append(f"  {book * 1e3 - sum(totals.values()) / n * 1e3:8.3f}  in no step named here "
-                 "(base_record and the roofline, timed above; run_offline's and run_point's own lines)")
+                 "(base_record and the facts and roofline, timed above; run_offline's and run_point's own lines)")
     if aside:
         lines.append("on other threads (the aside thread's NVML calls, inclusive, ms a point):")
         lines += [f"  {t / n * 1e3:8.3f}  {name}" for name, t in sorted(aside.items(), key=lambda kv: -kv[1])]
