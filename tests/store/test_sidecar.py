@@ -221,3 +221,96 @@ def test_a_sweep_leaves_its_runs_sidecar_once_it_ends(tmp_path, monkeypatch):
     run_sweep(Fake(), points, root, executor="in-process", run_id="sweep")
     assert written == [False] * 3 and (root / "sweep" / sidecar.SIDECAR).is_file()
     _same_index(_cold(root), _full(root))
+
+
+def _sidecar_file(d):
+    """A sidecar as written: rows, types, column order and metadata."""
+    import pyarrow as pa
+
+    with pa.OSFile(str(d / sidecar.SIDECAR)) as f:
+        return pa.ipc.open_file(f).read_all()
+
+
+def _from_scratch(d):
+    (d / sidecar.SIDECAR).unlink()
+    index.write_sidecar(d)
+    return _sidecar_file(d)
+
+
+def _resume(d, first_gone=False):
+    """What a resumed run does to a run directory: new records (one sorting before the others,
+    with a new workload field and other key orders, one of another type), one rewritten with
+    values of other types, one removed (the first one, whose row holds every column first)."""
+    _write(d, "a-new.json", _doc(d.name, 7, {"late": None, "kv_cache_dtype": "int4"},
+                                 tool_figures={"t": {"mean": 1}}))
+    _write(d, "reference-9.json", _reference(d.name, 9))
+    rewritten = d / "inference-1.json"
+    rewritten.write_text(json.dumps(_doc(d.name, 1, {"kv_cache_dtype": 4.5, "scale": "x"})))
+    os.utime(rewritten, ns=(1, 1))
+    (d / ("inference-0.json" if first_gone else "inference-2.json")).unlink()
+    return {d / "a-new.json", d / "reference-9.json", rewritten}
+
+
+@pytest.mark.parametrize("run", "abc")
+def test_a_resumed_runs_sidecar_equals_one_written_from_scratch(tmp_path, run):
+    root = tmp_path / "res"
+    _store(root)
+    d = root / run
+    _resume(d)
+    index.write_sidecar(d)
+    got = _sidecar_file(d)
+    assert got.num_rows == len([p for p in d.glob("*.json") if p.name != "notes.json"])
+    want = _from_scratch(d)
+    assert got.equals(want, check_metadata=True), (got.schema, want.schema)
+    assert got.column("path").to_pylist() == sorted(got.column("path").to_pylist())
+
+
+@pytest.mark.parametrize("first_gone", [False, True], ids=["first-kept", "first-gone"])
+def test_a_resumed_run_parses_only_its_new_and_changed_files(tmp_path, monkeypatch, first_gone):
+    root = tmp_path / "res"
+    _store(root)
+    d = root / "a"
+    changed = _resume(d, first_gone)
+    parsed = []
+    real = index._row
+    monkeypatch.setattr(index, "_row", lambda path, *a: (parsed.append(path), real(path, *a))[1])
+    index.write_sidecar(d)
+    got = _sidecar_file(d)
+    # (notes.json is no record: no sidecar covers it, it is parsed every time)
+    left = {str(p) for p in changed} | {str(d / "notes.json")}
+    if first_gone:  # which kept row holds its columns first is not known: all are parsed
+        assert set(parsed) == {str(p) for p in d.glob("*.json")}
+    else:
+        assert sorted(parsed) == sorted(left)
+    monkeypatch.undo()
+    assert got.equals(_from_scratch(d), check_metadata=True)
+
+
+@pytest.mark.parametrize("bad", [b"not arrow", b"", "older", "no first rows"])
+def test_a_corrupt_or_older_sidecar_is_written_again_from_scratch(tmp_path, monkeypatch, bad):
+    import warnings
+
+    import pyarrow as pa
+
+    root = tmp_path / "res"
+    _store(root)
+    d = root / "c"
+    _resume(d)
+    if bad == "older":  # of other index rows
+        monkeypatch.setattr(index, "INDEX_VERSION", "older")
+        index.write_sidecar(d)
+        monkeypatch.undo()
+    elif bad == "no first rows":  # written before sidecars kept each column's first row
+        t = _sidecar_file(d)
+        meta = json.loads(t.schema.metadata[b"llmbench"])
+        del meta["first"]
+        t = t.replace_schema_metadata({"llmbench": json.dumps(meta)})
+        with pa.OSFile(str(d / sidecar.SIDECAR), "wb") as f, pa.ipc.new_file(f, t.schema) as w:
+            w.write_table(t)
+    else:
+        (d / sidecar.SIDECAR).write_bytes(bad)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        index.write_sidecar(d)
+    got = _sidecar_file(d)
+    assert got.equals(_from_scratch(d), check_metadata=True)

@@ -412,23 +412,91 @@ def load_index(root: Path | str, full_check: bool = False, save: bool = True,
 def write_sidecar(run_dir: Path | str) -> None:
     """Leave `run_dir`'s index rows as its sidecar (store/sidecar.py). The writer calls this
     when a run ends (a sweep, an import, `llmbench annotate`): once a run, never per record.
+    A run that has a sidecar already (resumed) keeps its rows of the files it still covers and
+    parses only the others: the same sidecar as one written from scratch.
     A failure is only a warning: the records are written, a cold build parses them."""
     d = str(run_dir)
     try:
-        files = _Files(sorted(_list_names(d)))
-        rows = []
-        for p, data, m, s in zip(files.paths, files.data, files.mtimes, files.sizes):
-            metrics: set[str] = set()
-            workload: set[str] = set()
-            r = _row(p, data, m, s, metrics, workload)
-            if r is not None:  # (a file that is no record is left uncovered: read as before)
-                r["path"] = os.path.basename(p)
-                r["_metrics"], r["_workload"] = sorted(metrics), sorted(workload)
-                rows.append(r)
-        if rows:
+        old = sidecar.read_sidecar(d, INDEX_VERSION)
+        if old is not None:
+            kept, left = _covered(old[0], _list_files(d))
+            if (made := _extended(d, kept, *old[1:], _sidecar_rows(left))) is not None:
+                sidecar.write_table(d, *made, INDEX_VERSION)
+                return
+        if rows := _sidecar_rows(_list_names(d)):
             sidecar.write(d, rows, INDEX_VERSION)
     except Exception as e:  # (any: a sweep never fails for what only makes reading faster)
         warnings.warn(f"could not write the index rows of {d}: {e}", stacklevel=2)
+
+
+def _sidecar_rows(paths: list[str]) -> list[dict[str, Any]]:
+    """The sidecar rows of the record files among `paths`, by file name (a file that is no
+    record is left uncovered: read as before)."""
+    files = _Files(sorted(paths))
+    rows = []
+    for p, data, m, s in zip(files.paths, files.data, files.mtimes, files.sizes):
+        metrics: set[str] = set()
+        workload: set[str] = set()
+        r = _row(p, data, m, s, metrics, workload)
+        if r is not None:
+            r["path"] = os.path.basename(p)
+            r["_metrics"], r["_workload"] = sorted(metrics), sorted(workload)
+            rows.append(r)
+    return rows
+
+
+def _extended(d: str, kept: pa.Table, as_json: set[str], first: dict[str, str] | None,
+              rows: list[dict[str, Any]]) -> tuple[pa.Table, list[str], dict[str, str]] | None:
+    """A sidecar's `kept` rows (read_sidecar, _covered) and the `rows` of its other files ->
+    the table, JSON columns and first rows `sidecar.write` would make of them all; None where
+    that is not known (which kept row holds a column first, when its first row is gone)."""
+    if first is None:
+        return None
+    names = [p[len(d) + 1:] for p in kept.column("path").to_pylist()]
+    kept = kept.set_column(kept.column_names.index("path"), "path", pa.array(names, pa.string()))
+    every = names + [r["path"] for r in rows]
+    order = sorted(range(len(every)), key=every.__getitem__)  # rows by file name, as from scratch
+    place = {every[i]: at for at, i in enumerate(order)}
+    # A column's place: its first row's, then its place in that row (a write from scratch
+    # takes the columns as they first appear); columns first in one kept row keep their old
+    # order, which is their order in that row.
+    new_first: dict[str, tuple[int, int, str]] = {}
+    for r in rows:  # (in name order)
+        for j, k in enumerate(r):
+            new_first.setdefault(k, (place[r["path"]], j, r["path"]))
+    rank: dict[str, tuple[int, int]] = {}
+    kept_names = set(names)
+    for i, c in enumerate(kept.column_names):
+        was, new = first.get(c), new_first.get(c)
+        if was in kept_names:
+            rank[c] = min((place[was], i), new[:2]) if new else (place[was], i)
+        elif new and was is not None and new[2] <= was:  # before every kept row that may hold it
+            rank[c] = new[:2]
+        else:
+            return None
+    for c, (at, j, _) in new_first.items():
+        rank.setdefault(c, (at, j))
+    columns = sorted(rank, key=rank.__getitem__)
+    arrays, json_out, have = {}, [], set(kept.column_names)
+    for c in columns:
+        a = kept.column(c) if c in have else pa.chunked_array([pa.nulls(len(names))])
+        vals = [r.get(c) for r in rows]
+        if c in sidecar.LISTS:
+            arrays[c] = pa.chunked_array([*a.cast(pa.list_(pa.string())).chunks,
+                                          pa.array(vals, pa.list_(pa.string()))])
+            continue
+        b, js = sidecar.column(vals)
+        if not js and c not in as_json and (a.type == b.type or pa.null() in (a.type, b.type)):
+            typ = b.type if a.type == pa.null() else a.type
+            arrays[c] = pa.chunked_array([*a.cast(typ).chunks, b.cast(typ)], typ)
+        else:  # the types of the two parts mix: the values all converted as sidecar.write does
+            old = a.to_pylist()
+            if c in as_json:
+                old = [None if v is None else json.loads(v) for v in old]
+            arrays[c], js = sidecar.column(old + vals)
+        if js:
+            json_out.append(c)
+    return pa.table(arrays).take(order), json_out, {c: every[order[rank[c][0]]] for c in columns}
 
 
 def _covered(side: pa.Table, wanted: dict[str, tuple[int, int]]) -> tuple[pa.Table, list[str]]:

@@ -14,6 +14,8 @@ rows and reads them back.
 A sidecar's column holds what the Python path would make of that run's values alone; a column
 whose values mix types there (16 and 'auto', 1 and 2.5, an integer past int64) is kept as JSON
 text, so that the merged index converts the store's values together, as a full parse would.
+Each column names the row (file) it first appears in, so that the writer of a resumed run can
+keep the rows still covered and parse only the other files (index.write_sidecar).
 """
 
 from __future__ import annotations
@@ -29,9 +31,10 @@ import pyarrow as pa
 SIDECAR = ".llmbench-rows.arrow"
 SIDECAR_VERSION = "1"
 _PLAIN = (bool, int, float, str)
+LISTS = ("_metrics", "_workload")  # each row's metric and workload names
 
 
-def _column(vals: list[Any]) -> tuple[pa.Array, bool]:
+def column(vals: list[Any]) -> tuple[pa.Array, bool]:
     """One column -> (Arrow, kept as JSON text)."""
     types = {type(v) for v in vals if v is not None}
     if len(types) <= 1 and types <= set(_PLAIN) and not (
@@ -42,23 +45,37 @@ def _column(vals: list[Any]) -> tuple[pa.Array, bool]:
 
 def write(d: str, rows: list[dict[str, Any]], index_version: str) -> None:
     """Save `rows` (flat rows with `path` the file's name, and each row's `_metrics` and
-    `_workload` names) as `d`'s sidecar, by rename; no fsync: a torn one is only ignored."""
-    from llmbench.store.store import _umask
-
+    `_workload` names) as `d`'s sidecar: a column a row key, in the order of first appearance."""
     cols: dict[str, list[Any]] = {}
+    first: dict[str, str] = {}
     for i, r in enumerate(rows):
         for k, v in r.items():
-            cols.setdefault(k, [None] * len(rows))[i] = v
+            col = cols.get(k)
+            if col is None:
+                col = cols[k] = [None] * len(rows)
+                first[k] = r["path"]
+            col[i] = v
     arrays, as_json = {}, []
     for k, vals in cols.items():
-        if k in ("_metrics", "_workload"):
+        if k in LISTS:
             arrays[k] = pa.array(vals, pa.list_(pa.string()))
             continue
-        arrays[k], js = _column(vals)
+        arrays[k], js = column(vals)
         if js:
             as_json.append(k)
-    meta = {"version": SIDECAR_VERSION, "index_version": index_version, "json": as_json}
-    table = pa.table(arrays).replace_schema_metadata({"llmbench": json.dumps(meta)})
+    write_table(d, pa.table(arrays), as_json, first, index_version)
+
+
+def write_table(d: str, table: pa.Table, as_json: list[str], first: dict[str, str],
+                index_version: str) -> None:
+    """Save `table` as `d`'s sidecar, by rename; no fsync: a torn one is only ignored. `first`:
+    each column's first row (file name), which places the columns of a later, incremental write
+    as a write from scratch places them (index.write_sidecar)."""
+    from llmbench.store.store import _umask
+
+    meta = {"version": SIDECAR_VERSION, "index_version": index_version, "json": as_json,
+            "first": first}
+    table = table.replace_schema_metadata({"llmbench": json.dumps(meta)})
     fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=".part")
     try:
         os.fchmod(fd, 0o666 & ~_umask())  # the mode of a record (mkstemp makes it 0600)
@@ -70,9 +87,10 @@ def write(d: str, rows: list[dict[str, Any]], index_version: str) -> None:
         raise
 
 
-def read_sidecar(d: str, index_version: str) -> tuple[pa.Table, set[str]] | None:
-    """`d`'s sidecar: its rows with `path` made `d/<name>`, and the columns kept as JSON text;
-    None when there is none, or it is unreadable, of another version or of other index rows."""
+def read_sidecar(d: str, index_version: str) -> tuple[pa.Table, set[str], dict[str, str] | None] | None:
+    """`d`'s sidecar: its rows with `path` made `d/<name>`, the columns kept as JSON text, and
+    each column's first row (None in a sidecar written before they were kept); None when there
+    is none, or it is unreadable, of another version or of other index rows."""
     try:
         # read whole, not mapped: a map of a file cut short by another host would fault
         with open(os.path.join(d, SIDECAR), "rb") as f:
@@ -85,6 +103,6 @@ def read_sidecar(d: str, index_version: str) -> tuple[pa.Table, set[str]] | None
         t = t.replace_schema_metadata(None)
         path = pc.binary_join_element_wise(d + os.sep, t.column("path"), "")
         t = t.set_column(t.column_names.index("path"), "path", path)
-        return t, set(meta["json"])
+        return t, set(meta["json"]), meta.get("first")
     except Exception:  # absent, torn, foreign: the files are read instead
         return None
