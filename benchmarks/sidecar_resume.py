@@ -35,12 +35,14 @@ def records(run: Path, start: int, n: int) -> None:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser()
+    ap = argparse.ArgumentParser(description="time write_sidecar on a resumed run")
     ap.add_argument("--dir", type=Path, required=True)
     ap.add_argument("--records", type=int, default=50_000)
     ap.add_argument("--add", type=int, default=100)
     ap.add_argument("--setup", action="store_true")
     args = ap.parse_args()
+    if args.records < 1 or args.add < 0:
+        ap.error("--records must be >= 1 and --add >= 0")
     run, base = args.dir / "run", args.dir / "base-sidecar"
     if args.setup:
         shutil.rmtree(args.dir, ignore_errors=True)
@@ -50,6 +52,8 @@ def main() -> None:
         shutil.copy(run / SIDECAR, base)
         records(run, args.records, args.add)
         return
+    if not base.is_file():
+        raise SystemExit(f"sidecar_resume: {args.dir} has no set-up run; make one with --setup first")
     shutil.copy(base, run / SIDECAR)
     t = time.perf_counter()
     write_sidecar(run)
