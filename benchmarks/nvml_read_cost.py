@@ -5,7 +5,11 @@ on a GPU (issue 24).
     python3 benchmarks/nvml_read_cost.py [--index 0] [--calls 50] [--watch-s 1.0]
 
 Prints, per read, the median and p90 of `--calls` calls (ms), then the energy counter's distinct
-values over `--watch-s` seconds of back-to-back reads through both APIs that give it.
+values over `--watch-s` seconds of back-to-back reads through both APIs that give it, then the
+driver's buffer of power samples (`nvmlDeviceGetSamples(TOTAL_POWER_SAMPLES)`): what a read of it
+costs, how far apart its samples are, and the energy of `--samples-s` seconds integrated from them
+against the energy counter's difference over the same seconds (is the buffer a cheaper, finer
+energy source than the counter?).
 """
 
 from __future__ import annotations
@@ -47,9 +51,10 @@ def main() -> None:
     ap.add_argument("--index", type=int, default=0)
     ap.add_argument("--calls", type=int, default=50)
     ap.add_argument("--watch-s", type=float, default=1.0)
+    ap.add_argument("--samples-s", type=float, default=3.0)
     a = ap.parse_args()
-    if a.calls < 1 or a.watch_s <= 0:
-        ap.error("--calls must be >= 1 and --watch-s > 0")
+    if a.calls < 1 or a.watch_s <= 0 or a.samples_s <= 0:
+        ap.error("--calls must be >= 1, --watch-s and --samples-s > 0")
     try:
         import pynvml as nv
 
@@ -78,6 +83,9 @@ def main() -> None:
         "nvmlDeviceGetTotalEnergyConsumption": lambda: nv.nvmlDeviceGetTotalEnergyConsumption(h),
         "nvmlDeviceGetFieldValues(TOTAL_ENERGY_CONSUMPTION)": field(energy_fi),
         "nvmlDeviceGetPowerUsage": lambda: nv.nvmlDeviceGetPowerUsage(h),
+        "nvmlDeviceGetFieldValues(POWER_INSTANT)": field(nv.NVML_FI_DEV_POWER_INSTANT),
+        "nvmlDeviceGetSamples(TOTAL_POWER_SAMPLES, since 0)":
+            lambda: nv.nvmlDeviceGetSamples(h, nv.NVML_TOTAL_POWER_SAMPLES, 0),
         "nvmlDeviceGetComputeRunningProcesses": lambda: nv.nvmlDeviceGetComputeRunningProcesses(h),
         "nvmlGpmSampleGet (alloc/free included)": gpm_sample,
         "nvmlDeviceGetClockInfo(SM)": lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM),
@@ -95,6 +103,37 @@ def main() -> None:
         n, distinct, gap = changes(read, a.watch_s)
         print(f"  {name}: {n} reads in {a.watch_s:g} s, {distinct} distinct values, "
               f"median {gap if gap is None else round(gap, 2)} ms between changes")
+
+    power_buffer(nv, h, a.samples_s)
+
+
+def power_buffer(nv, h, seconds: float) -> None:
+    """The driver's power samples over `seconds`, integrated (trapezoids, mW x us = nJ), against
+    the energy counter's difference (mJ) read at both ends."""
+    try:
+        _, old = nv.nvmlDeviceGetSamples(h, nv.NVML_TOTAL_POWER_SAMPLES, 0)
+    except nv.NVMLError as e:
+        print(f"  power sample buffer unavailable: {e}")
+        return
+    stamps = [s.timeStamp for s in old]
+    gaps = sorted(b - a for a, b in zip(stamps, stamps[1:]))
+    print(f"  power sample buffer: {len(old)} samples over {(stamps[-1] - stamps[0]) / 1e6:.2f} s, "
+          f"median {gaps[len(gaps) // 2] / 1e3 if gaps else float('nan'):.1f} ms apart"
+          f" (min {gaps[0] / 1e3 if gaps else float('nan'):.1f}, max {gaps[-1] / 1e3 if gaps else float('nan'):.1f})")
+    e0, t0_us = nv.nvmlDeviceGetTotalEnergyConsumption(h), time.time_ns() // 1000
+    time.sleep(seconds)
+    e1, t1_us = nv.nvmlDeviceGetTotalEnergyConsumption(h), time.time_ns() // 1000
+    _, new = nv.nvmlDeviceGetSamples(h, nv.NVML_TOTAL_POWER_SAMPLES, t0_us)
+    pts = [(s.timeStamp, s.sampleValue.uiVal) for s in new if t0_us <= s.timeStamp <= t1_us]
+    if len(pts) < 2:
+        print(f"  power sample buffer: {len(pts)} samples in {seconds:g} s, nothing to integrate")
+        return
+    nj = sum((tb - ta) * (pa + pb) / 2 for (ta, pa), (tb, pb) in zip(pts, pts[1:]))
+    span_s = (pts[-1][0] - pts[0][0]) / 1e6
+    mean_w = nj / 1e9 / span_s
+    print(f"  over {(t1_us - t0_us) / 1e6:.3f} s: counter {(e1 - e0) / 1e3:.3f} J "
+          f"({(e1 - e0) / 1e3 / ((t1_us - t0_us) / 1e6):.1f} W); samples: {len(pts)} over {span_s:.3f} s, "
+          f"mean {mean_w:.1f} W, x {(t1_us - t0_us) / 1e6:.3f} s = {mean_w * (t1_us - t0_us) / 1e6:.3f} J")
 
 
 if __name__ == "__main__":
