@@ -11,10 +11,11 @@ ROOFLINE_HISTORY; whoever changes a flag here bumps DEFINITIONS_VERSION. `llmben
 brings stored records to today's versions, keeping what it replaced in `annotations`; it
 never touches a measured metric.
 
-Energy window (definitions version 2): an energy figure read over a window shorter than
-measure/power.py's MIN_RELIABLE_WINDOW_S (2 s) is unreliable: NVML's total-energy counter
-updates too coarsely (three ~0.8 s batches of near-identical latency read 397-450 J on an
-H200). The record then says so: `power.short_window` true, `power.energy_window_s` (the
+Energy window (definitions version 2; 4: by the method the energy used): an energy figure read
+over a window shorter than measure/power.py's min_reliable_window_s (2 s for NVML's counter;
+10 sample spacings, 0.2 s on an H200, where every window integrated the driver's power samples)
+is unreliable: the counter updates every 100 ms (three ~0.8 s batches of near-identical
+latency read 397-450 J on an H200). The record then says so: `power.short_window` true, `power.energy_window_s` (the
 shortest window behind its energy metrics), `power.energy_window_source` (where that length
 comes from) and a note. The window is the measured `energy_window_s` metric when the record
 has it; older records did not store it, and their window is known from how they measured:
@@ -43,7 +44,7 @@ ROOFLINE_HISTORY = {
          "batch 64, in 128, H200 prefill bound 62.3 -> 124.5 ms), quantised types the int8 peak "
          "of llama.cpp's MMQ kernels, F16 on a CPU the fp32 peak",
 }
-DEFINITIONS_VERSION = "3"
+DEFINITIONS_VERSION = "4"
 DEFINITIONS_HISTORY = {
     "1": "before versioning (records of 2026-11-30 and earlier): energy over a window of any "
          "length, unflagged",
@@ -52,6 +53,9 @@ DEFINITIONS_HISTORY = {
     "3": "ci95 of a summary is the Student-t interval of the mean (was a percentile bootstrap, "
          "which covered the mean 54% of the time at n=2); compare's intervals are Welch's at "
          "the exact Welch-Satterthwaite df (scipy.stats)",
+    "4": "a record whose every energy window integrated the driver's power samples (NVML's "
+         "buffer, ~20 ms apart) is flagged short under 10 sample spacings (power.sample_gap_s; "
+         "0.2 s when not stored), not under the counter's 2 s",
 }
 
 # Notes the workloads themselves write about a short energy window: the flag's note is not
@@ -90,19 +94,21 @@ def energy_window(rec) -> tuple[float, str] | None:
 
 def flag_energy_window(rec) -> bool:
     """Set the record's energy-window fields (power.*); True when its window is short."""
-    from llmbench.measure.power import MIN_RELIABLE_WINDOW_S
+    from llmbench.measure.power import MIN_RELIABLE_WINDOW_S, reliable_window_s
 
     got = energy_window(rec)
     if got is None:
         return False
     w, src = got
-    short = w < MIN_RELIABLE_WINDOW_S
+    limit = reliable_window_s(rec.power or {})
+    short = w < limit
     rec.power = {**rec.power, "energy_window_s": w, "energy_window_source": src,
                  "short_window": short}
     if short and not any(n.startswith(_OWN_NOTES) for n in rec.notes):
-        note = (f"energy window {w:.2f} s ({src}), under {MIN_RELIABLE_WINDOW_S:g} s: NVML's "
-                "energy counter is too coarse for that, the energy figures are unreliable "
-                "(flagged power.short_window)")
+        coarse = "NVML's energy counter is too coarse" if limit == MIN_RELIABLE_WINDOW_S else \
+            "too few of the driver's power samples"
+        note = (f"energy window {w:.2f} s ({src}), under {limit:g} s: {coarse} for that, the "
+                "energy figures are unreliable (flagged power.short_window)")
         if note not in rec.notes:
             rec.notes.append(note)
     return short

@@ -134,8 +134,9 @@ CATALOG: dict[str, Metric] = {m.name: m for m in (
        "tokens after the reasoning"),
     # -- power and energy (only where a meter read)
     _M("avg_power_w", "W", "Average power (W)", "power W", "lower",
-       "energy over the measured window / the time the energy covers (the counter's reads: "
-       "a thread start after the window's edges with NVML, EnergyWindow.counter_span_s)"),
+       "energy over the measured window / the time the energy covers (the window itself where "
+       "the driver's power samples are integrated over it; the counter's reads, a thread start "
+       "after the window's edges with NVML, EnergyWindow.counter_span_s)"),
     _M("energy_j", "J", "Energy (J)", "energy J", "lower",
        "energy per batch (offline: the window's energy / the batches inside it) or per window"),
     _M("tokens_per_joule", "tok/J", "Generated tokens per joule", "tok/J", "higher",

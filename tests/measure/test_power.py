@@ -11,11 +11,30 @@ from llmbench.measure import power
 from llmbench.measure.power import COUNTER, SAMPLED, EnergyMeter, NvmlMeter, RaplMeter, open_meter
 
 
-def fake_nvml(energy_mj=None, power_mw=250_000, counter_fails_after=None, gate=None):
+def fake_nvml(energy_mj=None, power_mw=250_000, counter_fails_after=None, gate=None,
+              buffer_w=None, buffer_keep_s=2.4, buffer_gap_s=0.02):
     """A pynvml with per-handle energy counters (mJ) and power (mW). With `gate` (an Event),
     every read after the probe and a window's opening read waits for it, as a slow NVML read
-    would."""
+    would. With `buffer_w` (handle -> W), a driver's power sample buffer: a sample every
+    buffer_gap_s of wall time on a fixed grid, the last buffer_keep_s kept, as an H200's."""
     nv = types.ModuleType("pynvml")
+    if buffer_w is not None:
+        nv.NVML_TOTAL_POWER_SAMPLES = 0
+
+        def samples(h, kind, since_us):
+            assert kind == 0
+            state["buffer_reads"] = state.get("buffer_reads", 0) + 1
+            now = time.time()
+            k = int(now / buffer_gap_s)
+            got = []
+            for i in range(k - int(buffer_keep_s / buffer_gap_s), k + 1):
+                t_us = round(i * buffer_gap_s * 1e6)
+                if t_us > since_us:
+                    got.append(types.SimpleNamespace(
+                        timeStamp=t_us, sampleValue=types.SimpleNamespace(uiVal=int(buffer_w[h] * 1000))))
+            return 1, got  # NVML_VALUE_TYPE_UNSIGNED_INT: mW
+
+        nv.nvmlDeviceGetSamples = samples
 
     class NVMLError(Exception):
         pass
@@ -48,6 +67,7 @@ def nvml(monkeypatch):
         nv = fake_nvml(**kw)
         monkeypatch.setitem(sys.modules, "pynvml", nv)
         monkeypatch.setattr(power, "_HAS_COUNTER", {})  # each fake is other devices
+        monkeypatch.setattr(power, "_HAS_BUFFER", {})
         return nv
     return install
 
@@ -253,3 +273,59 @@ def test_an_inline_meter_reads_both_ends_on_the_callers_thread(tmp_path):
         (root / "intel-rapl:0" / "energy_uj").write_text("4000000\n")
     assert w._settle is None and w.energy_j == pytest.approx(3.0)
     assert w.t_read0 < w.t_start <= w.t_end < w.t_read1
+
+
+# -- the driver's power sample buffer ---------------------------------------------------------
+
+def test_integrate_j_by_hand():
+    # 100 W at t=0 rising linearly to 300 W at t=1, then 300 W; the newest sample held
+    pts = [(0.0, 100.0), (1.0, 300.0), (2.0, 300.0)]
+    # [0.5, 1]: mean of 200 and 300 W over 0.5 s = 125 J; [1, 2]: 300 J; [2, 2.05] held: 15 J
+    assert power.integrate_j(pts, 0.5, 2.05) == pytest.approx(440.0)
+    assert power.integrate_j(pts, 0.0, 0.25) == pytest.approx(0.25 * (100 + 150) / 2)
+    assert power.integrate_j(pts, 0.6, 0.6) == 0.0
+    assert power.integrate_j(pts, -0.01, 1.0) is None           # no sample at or before the start
+    assert power.integrate_j(pts, 0.5, 2.0 + power.HOLD_MAX_S + 0.01) is None  # newest too old
+    assert power.integrate_j([], 0.0, 1.0) is None
+
+
+def test_buffer_covers_the_window_and_the_counter_closing_read_is_not_taken(nvml):
+    nv = nvml(energy_mj={0: 0, 1: 0}, buffer_w={0: 200.0, 1: 150.0})
+    m = NvmlMeter([0, 1], sampling="off")
+    assert m.has_buffer and m.describe()["method"] == power.BUFFER
+    with m.window() as w:
+        time.sleep(0.15)
+    # constant 350 W over both devices: the integral is 350 W x the window's wall-clock length
+    assert w.method == power.BUFFER
+    assert w.energy_j == pytest.approx(350.0 * (w.wall_end - w.wall_start), rel=1e-9)
+    assert w.avg_power_w == pytest.approx(350.0 * (w.wall_end - w.wall_start) / w.duration_s)
+    # 2 probe reads (one a device) + the opening read's 2; no closing counter read
+    assert nv.state["reads"] == 4 and nv.state["buffer_reads"] == 2 + 2
+    d = m.describe()
+    assert d["windows_by_method"] == {power.BUFFER: 1} and d["sample_gap_s"] == pytest.approx(0.02)
+    assert "driver's power samples" in m.observer() and "opening only" in m.observer()
+    assert power.reliable_window_s(d) == pytest.approx(0.2)
+
+
+def test_a_window_longer_than_the_buffer_keeps_takes_the_counter(nvml):
+    # the buffer keeps 0.1 s: a 0.25 s window's start is gone, so the counter's closing read
+    nv = nvml(energy_mj={0: 0}, buffer_w={0: 300.0}, buffer_keep_s=0.1)
+    m = open_meter("cuda:0", sampling="off")
+    with m.window() as w1:
+        time.sleep(0.25)
+    with m.window() as w2:
+        time.sleep(0.01)
+    assert w1.method == COUNTER and w1.energy_j == pytest.approx(1.0)  # 1 J a counter read
+    assert w2.method == power.BUFFER and w2.energy_j == pytest.approx(300.0 * (w2.wall_end - w2.wall_start))
+    assert nv.state["reads"] == 1 + 2 + 1  # probe; w1 both ends; w2 its opening only
+    d = m.describe()
+    assert d["windows_by_method"] == {COUNTER: 1, power.BUFFER: 1}
+    assert power.reliable_window_s(d) == power.MIN_RELIABLE_WINDOW_S  # one window was the counter's
+    assert "at both ends in 1 other window(s)" in m.observer()
+
+
+def test_min_reliable_window_follows_the_methods():
+    assert power.min_reliable_window_s({power.BUFFER}, 0.03) == pytest.approx(0.3)
+    assert power.min_reliable_window_s({power.BUFFER}) == pytest.approx(0.2)
+    assert power.min_reliable_window_s({power.BUFFER, COUNTER}, 0.02) == 2.0
+    assert power.min_reliable_window_s(set()) == 2.0 and power.min_reliable_window_s({SAMPLED}) == 2.0

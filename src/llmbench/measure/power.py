@@ -21,11 +21,21 @@ them, so a record never claims the counter for a window that fell back to sample
 NVML's counter updates too coarsely for windows under MIN_RELIABLE_WINDOW_S (seen on an H200:
 397-450 J for three ~0.8 s batches of near-identical latency); workloads lengthen their window
 to at least that or flag the energy.
+
+Finer and cheaper where the driver keeps it: NVML's buffer of power samples
+(`nvmlDeviceGetSamples(TOTAL_POWER_SAMPLES)`; on an H200 a sample every ~20 ms, the last
+~2.4 s kept, 0.44-0.48 ms a read against the counter's 3.0-3.9 ms; benchmarks/nvml_read_cost.py).
+When the buffer's samples reach back past a window's start, the window's energy is their
+integral over exactly the window (BUFFER: linear between samples, the last one held to the end)
+and the counter's closing read is not taken; otherwise (a window longer than the buffer keeps,
+a driver without it) the counter's, as before. On an H200 the two agreed within 0.6% idle and
+1.1% under a load switching every 150/100 ms.
 """
 
 from __future__ import annotations
 
 import glob
+import statistics
 import threading
 import time
 from collections import Counter
@@ -38,8 +48,45 @@ from typing import Literal, get_args
 from llmbench.measure.aside import aside
 
 PowerSampling = Literal["auto", "dense", "off"]  # EnergyMeter.SAMPLING; a sweep spec's field
-MIN_RELIABLE_WINDOW_S = 2.0
+MIN_RELIABLE_WINDOW_S = 2.0  # the counter's; the buffer's samples need far less (below)
+BUFFER_SAMPLES_MIN = 10      # a window of fewer buffered samples than this is flagged short
 COUNTER, SAMPLED = "total-energy counter", "sampled power x time"
+BUFFER = "driver's power samples, integrated"
+HOLD_MAX_S = 0.1  # the newest buffered sample may be this much older than the window's end
+
+
+def min_reliable_window_s(methods, sample_gap_s: float | None = None) -> float:
+    """The shortest window whose energy is reliable, for windows that used `methods`: the
+    counter's MIN_RELIABLE_WINDOW_S, unless every window integrated the driver's samples
+    (then BUFFER_SAMPLES_MIN of their spacing, 20 ms on an H200 when it is not known)."""
+    methods = set(methods)
+    if methods and methods <= {BUFFER}:
+        return BUFFER_SAMPLES_MIN * (sample_gap_s or 0.02)
+    return MIN_RELIABLE_WINDOW_S
+
+
+def reliable_window_s(power: dict) -> float:
+    """min_reliable_window_s for a record's `power` (EnergyMeter.describe())."""
+    return min_reliable_window_s(power.get("windows_by_method") or (), power.get("sample_gap_s"))
+
+
+def integrate_j(samples: Sequence[tuple[float, float]], a: float, b: float) -> float | None:
+    """Joules over [a, b] from (time s, power W) samples sorted by time: linear between two
+    samples, the newest held after it; None unless a sample is at or before `a` and the newest
+    is at most HOLD_MAX_S before `b`."""
+    if not samples or samples[0][0] > a or samples[-1][0] < b - HOLD_MAX_S or b < a:
+        return None
+    j = 0.0
+    for (t0, p0), (t1, p1) in zip(samples, samples[1:]):
+        lo, hi = max(t0, a), min(t1, b)
+        if hi <= lo:
+            continue
+        slope = (p1 - p0) / (t1 - t0)
+        j += (hi - lo) * (p0 + slope * (lo - t0) + p0 + slope * (hi - t0)) / 2
+    t_last, p_last = samples[-1]
+    if b > t_last:
+        j += (b - max(a, t_last)) * p_last
+    return j
 
 
 @dataclass
@@ -49,6 +96,10 @@ class EnergyWindow:
     power_samples_w: list[float] = field(default_factory=list)
     t_read0: float | None = None  # midpoints of the counter's two reads (perf_counter)
     t_read1: float | None = None
+    wall_start: float = 0.0  # the edges on the wall clock (time.time()): the driver's samples'
+    wall_end: float = 0.0
+    buffer_j: float | None = None  # integrated from the driver's samples (None: not covered)
+    buffer_gap_s: float | None = None  # their median spacing
     _energy_j: float | None = None
     _method: str | None = None
     _settle: Callable[[], None] | None = field(default=None, repr=False)
@@ -59,7 +110,7 @@ class EnergyWindow:
         return self._energy_j
 
     @property
-    def method(self) -> str | None:  # COUNTER or SAMPLED; None when no energy was obtained
+    def method(self) -> str | None:  # BUFFER, COUNTER or SAMPLED; None: no energy obtained
         self.settle()
         return self._method
 
@@ -82,7 +133,7 @@ class EnergyWindow:
 
     @property
     def avg_power_w(self) -> float | None:
-        span = self.counter_span_s if self.method == COUNTER else self.duration_s
+        span = self.counter_span_s if self.method == COUNTER else self.duration_s  # BUFFER: exact
         if self.energy_j is not None and span > 0:
             return self.energy_j / span
         if self.power_samples_w:
@@ -112,6 +163,7 @@ class EnergyMeter:
         self.used: Counter[str] = Counter()  # windows per method actually used
         self.sampled: Counter[float] = Counter()  # windows per sampling period (s) used
         self._unsettled: list[EnergyWindow] = []  # windows whose aside reads may still be out
+        self.sample_gaps_s: list[float] = []  # the driver's samples' spacing, per BUFFER window
 
     def observer(self) -> str | None:
         """What this meter did while its windows were measured (a record's `observers`);
@@ -122,6 +174,12 @@ class EnergyMeter:
         counter = "energy counter read at both ends of the window"
         if self.reads_aside:  # the thread waits in NVML with the GIL released
             counter += " by a reader thread beside it"
+        if n_buf := self.used.get(BUFFER):
+            rest = sum(self.used.values()) - n_buf
+            counter = (f"the driver's power samples read as the window closed, by a reader thread "
+                       f"beside it, and integrated over it ({n_buf} window(s)); energy counter read "
+                       + (f"at both ends in {rest} other window(s)" if rest else
+                          "at the window's opening only, in case the samples fell short"))
         if not self.sampled:
             none = "no power sampling" if self.reads_aside else "no sampling thread"
             return f"{self.source}: {counter}; {none} (sampling={self.sampling})"
@@ -135,6 +193,7 @@ class EnergyMeter:
         self.settle()
         self.used.clear()
         self.sampled.clear()
+        self.sample_gaps_s.clear()
 
     def describe(self) -> dict:
         return {"available": self.available, "source": self.source,
@@ -147,7 +206,8 @@ class EnergyMeter:
             return {}
         method = next(iter(self.used)) if len(self.used) == 1 else \
             ", ".join(f"{m} ({n} windows)" for m, n in sorted(self.used.items()))
-        return {"method": method, "windows_by_method": dict(self.used)}
+        gap = {"sample_gap_s": round(statistics.median(self.sample_gaps_s), 4)} if self.sample_gaps_s else {}
+        return {"method": method, "windows_by_method": dict(self.used), **gap}
 
     def _read(self):
         """A counter reading (opaque to the window), or None when there is none."""
@@ -162,6 +222,10 @@ class EnergyMeter:
 
     def _power_w(self) -> float | None:
         return None
+
+    def _take_buffer(self, w: EnergyWindow) -> bool:
+        """Set w.buffer_j from the driver's power samples when they cover the window."""
+        return False
 
     def sample_period_s(self, opening_read, dense_s: float | None = None) -> float | None:
         """The sampling thread's period for a window whose counter read `opening_read` at its
@@ -227,7 +291,8 @@ class EnergyMeter:
                     stop.wait()
                     for fn in at_close:
                         fn()
-                    read("t_read1")
+                    if not self._take_buffer(w):
+                        read("t_read1")
 
         th = job = None
         if self.reads_aside:  # queued behind the previous window's closing reads
@@ -239,25 +304,30 @@ class EnergyMeter:
             if period is not None:
                 th = threading.Thread(target=sample, args=(period,), daemon=True)
                 th.start()
-        w.t_start = time.perf_counter()
+        w.t_start, w.wall_start = time.perf_counter(), time.time()
         try:
             yield w
         finally:
-            w.t_end = time.perf_counter()
+            w.t_end, w.wall_end = time.perf_counter(), time.time()
             stop.set()
             if not self.reads_aside:
                 for fn in at_close:
                     aside(fn)
-                read("t_read1")
+                if not self._take_buffer(w):
+                    read("t_read1")
 
             def settle() -> None:
                 if job is not None:
                     job.result()
                 if th is not None:
                     th.join()
-                e0, e1 = ends
+                e0, e1 = (*ends, None, None)[:2]  # no closing read where the buffer covered
                 delta = self._delta_j(e0, e1) if e0 is not None and e1 is not None else None
-                if delta is not None:
+                if w.buffer_j is not None:
+                    w._energy_j, w._method = w.buffer_j, BUFFER
+                    if w.buffer_gap_s:
+                        self.sample_gaps_s.append(w.buffer_gap_s)
+                elif delta is not None:
                     w._energy_j, w._method = delta, COUNTER
                 elif w.power_samples_w:
                     w._energy_j = sum(w.power_samples_w) / len(w.power_samples_w) * w.duration_s
@@ -273,9 +343,12 @@ class EnergyMeter:
                 w.settle()
 
 
-# NVML indices -> whether their energy counters read: a property of the devices and driver,
-# so each process probes once, not once per point (a meter is opened per point).
+# NVML indices -> whether their energy counters (and power sample buffers) read: a property of
+# the devices and driver, so each process probes once, not once per point (a meter per point).
 _HAS_COUNTER: dict[tuple[int, ...], bool] = {}
+_HAS_BUFFER: dict[tuple[int, ...], bool] = {}
+# nvmlValueType_t -> the nvmlValue_t member holding it
+_VALUE_FIELD = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal"}
 
 
 class NvmlMeter(EnergyMeter):
@@ -301,11 +374,19 @@ class NvmlMeter(EnergyMeter):
             except pynvml.NVMLError:
                 _HAS_COUNTER[key] = False
         self.has_counter = _HAS_COUNTER[key]
+        if key not in _HAS_BUFFER:
+            try:
+                for h in self.handles:
+                    pynvml.nvmlDeviceGetSamples(h, pynvml.NVML_TOTAL_POWER_SAMPLES, 0)
+                _HAS_BUFFER[key] = True
+            except (pynvml.NVMLError, AttributeError):  # no samples yet, or an old pynvml
+                _HAS_BUFFER[key] = False
+        self.has_buffer = _HAS_BUFFER[key]
 
     def describe(self) -> dict:
         # before any window: the method it will try; after: the ones it used (_methods)
-        return {"available": True, "source": "nvml",
-                "method": COUNTER if self.has_counter else SAMPLED,
+        planned = BUFFER if self.has_buffer else COUNTER if self.has_counter else SAMPLED
+        return {"available": True, "source": "nvml", "method": planned,
                 "devices": self.indices, "sampling": self.sampling, **self._methods()}
 
     def _read_j(self) -> float | None:
@@ -322,6 +403,25 @@ class NvmlMeter(EnergyMeter):
             return sum(self._nvml.nvmlDeviceGetPowerUsage(h) for h in self.handles) / 1e3
         except self._nvml.NVMLError:
             return None
+
+    def _take_buffer(self, w: EnergyWindow) -> bool:
+        if not self.has_buffer:
+            return False
+        nv, total, gaps = self._nvml, 0.0, []
+        since_us = int((w.wall_start - 2 * HOLD_MAX_S) * 1e6)  # samples after it come back
+        for h in self.handles:
+            try:
+                kind, got = nv.nvmlDeviceGetSamples(h, nv.NVML_TOTAL_POWER_SAMPLES, since_us)
+            except nv.NVMLError:
+                return False
+            member = _VALUE_FIELD.get(kind, "uiVal")
+            pts = sorted((x.timeStamp / 1e6, getattr(x.sampleValue, member) / 1e3) for x in got)
+            if (j := integrate_j(pts, w.wall_start, w.wall_end)) is None:
+                return False  # the buffer no longer reaches the window's start: the counter's
+            total += j
+            gaps += [b[0] - a[0] for a, b in zip(pts, pts[1:])]
+        w.buffer_j, w.buffer_gap_s = total, statistics.median(gaps) if gaps else None
+        return True
 
 
 class RaplMeter(EnergyMeter):

@@ -15,11 +15,13 @@ the batches in it. Those extra batches are not timed: latency repeats stay one b
 
 from __future__ import annotations
 
+import statistics
 import time
 from dataclasses import dataclass
 
 from llmbench.backends.base import Backend
-from llmbench.measure.power import MIN_RELIABLE_WINDOW_S, EnergyMeter, EnergyWindow
+from llmbench.measure.power import (BUFFER_SAMPLES_MIN, MIN_RELIABLE_WINDOW_S, EnergyMeter,
+                                    EnergyWindow, min_reliable_window_s)
 from llmbench.measure.stats import summarize
 from llmbench.measure.timeline import BatchTiming
 from llmbench.metrics import energy_metrics, last_token_time, metric, offline_metrics
@@ -49,11 +51,16 @@ class OfflineRun:
                 b.energy_window_s = win.duration_s
         self.metrics.update(energy_metrics(self.batches))
         windows = [b.energy_window_s for b in self.batches if b.energy_window_s is not None]
-        if windows and min(windows) < MIN_RELIABLE_WINDOW_S:
+        used = [w for w in self.windows if w.energy_j is not None]
+        gaps = [w.buffer_gap_s for w in used if w.buffer_gap_s]
+        limit = min_reliable_window_s({w.method for w in used}, statistics.median(gaps) if gaps else None)
+        if windows and min(windows) < limit:
+            coarse = "NVML's energy counter is" if limit == MIN_RELIABLE_WINDOW_S else \
+                f"{BUFFER_SAMPLES_MIN} of the driver's power samples are the least"
             self.notes.append(
                 f"energy unreliable: measured over windows of {min(windows):.2f} s, under "
-                f"{MIN_RELIABLE_WINDOW_S:g} s (energy_min_window_s={self.point.energy_min_window_s:g}); "
-                "NVML's energy counter is too coarse for that")
+                f"{limit:g} s (energy_min_window_s={self.point.energy_min_window_s:g}); "
+                f"{coarse} for that")
 
 
 def run_offline(backend: Backend, point: Point, meter: EnergyMeter,

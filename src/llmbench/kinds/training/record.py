@@ -18,7 +18,7 @@ from llmbench.measure.stats import summarize
 from llmbench.store.record import BackendInfo, HardwareInfo, MetricStats, ModelInfo, Record
 from llmbench.kinds.training.config import TrainPoint
 from llmbench.kinds.training.peaks import SPREAD_GOAL, hardware_peak
-from llmbench.measure.power import MIN_RELIABLE_WINDOW_S
+from llmbench.measure.power import reliable_window_s
 
 
 
@@ -93,10 +93,9 @@ def fill(rec: Record, p: TrainPoint, r: dict[str, Any], torch_version: str | Non
         m["energy_per_token_j"] = one(r["energy_j"] / (r["tokens_per_step"] * len(times)), "J/tok")
         if r.get("energy_window_s") is not None:
             m["energy_window_s"] = one(r["energy_window_s"], "s")
-            if r["energy_window_s"] < MIN_RELIABLE_WINDOW_S:
-                notes.append(f"energy measured over {r['energy_window_s']:.2f} s only: NVML's "
-                             "energy counter updates too coarsely for that; take more --steps "
-                             "for energy")
+            if r["energy_window_s"] < reliable_window_s(r.get("power") or {}):
+                notes.append(f"energy measured over {r['energy_window_s']:.2f} s only: its "
+                             "power readings are too coarse for that; take more --steps for energy")
     if r["losses"]:
         m["loss_first"] = one(r["losses"][0], "nat")
         m["loss_last"] = one(r["losses"][-1], "nat")
