@@ -62,6 +62,13 @@ def _scan(root: Path) -> dict[str, int]:
     return dirs
 
 
+def record_dirs(root: Path | str) -> list[str]:
+    """The directories a build reads records and sidecars in: the root and every record
+    directory under it (_scan), in path order."""
+    root = Path(root).resolve()
+    return sorted([str(root), *_scan(root)])
+
+
 def _list_files(d: str) -> dict[str, tuple[int, int]]:
     out = {}
     try:
@@ -409,24 +416,32 @@ def load_index(root: Path | str, full_check: bool = False, save: bool = True,
     return idx
 
 
-def write_sidecar(run_dir: Path | str) -> None:
+def write_sidecar(run_dir: Path | str) -> tuple[int, bool] | None:
     """Leave `run_dir`'s index rows as its sidecar (store/sidecar.py). The writer calls this
-    when a run ends (a sweep, an import, `llmbench annotate`): once a run, never per record.
+    when a run ends (a sweep, an import, `llmbench annotate`): once a run, never per record;
+    `llmbench index` calls it on every directory of a store.
     A run that has a sidecar already (resumed) keeps its rows of the files it still covers and
-    parses only the others: the same sidecar as one written from scratch.
-    A failure is only a warning: the records are written, a cold build parses them."""
+    parses only the others: the same sidecar as one written from scratch; one that covers every
+    record file is left as it is (no write: the directory's mtime, which the index keys on, stays).
+    Returns (the records its sidecar covers, whether it was written), or None when it could not
+    be: a failure is only a warning, the records are written, a cold build parses them."""
     d = str(run_dir)
     try:
         old = sidecar.read_sidecar(d, INDEX_VERSION)
         if old is not None:
             kept, left = _covered(old[0], _list_files(d))
-            if (made := _extended(d, kept, *old[1:], _sidecar_rows(left))) is not None:
+            rows = _sidecar_rows(left)
+            if not rows and kept.num_rows == old[0].num_rows:
+                return kept.num_rows, False
+            if (made := _extended(d, kept, *old[1:], rows)) is not None:
                 sidecar.write_table(d, *made, INDEX_VERSION)
-                return
+                return made[0].num_rows, True
         if rows := _sidecar_rows(_list_names(d)):
             sidecar.write(d, rows, INDEX_VERSION)
+        return len(rows), bool(rows)
     except Exception as e:  # (any: a sweep never fails for what only makes reading faster)
         warnings.warn(f"could not write the index rows of {d}: {e}", stacklevel=2)
+        return None
 
 
 def _sidecar_rows(paths: list[str]) -> list[dict[str, Any]]:
