@@ -1,6 +1,7 @@
 """Dashboard at scale: 100,000 records, time to first render and to apply a filter in Chromium.
 
-    .venv/bin/python benchmarks/dashboard_scale.py [--records 100000] [--dir DIR] [--no-sidecars]
+    .venv/bin/python benchmarks/dashboard_scale.py [--records 100000] [--dir DIR]
+        [--no-sidecars | --index-command]
 
 Generates records in the Record schema (a sweep of hardware x engine x model x lengths x
 batch x parallelism x repeats, own and reference kinds; values from a simple made-up formula:
@@ -14,7 +15,8 @@ they exercise the code path, they are not results), builds the columnar index, s
   first time waits for them
 Each run directory ends with the index rows llmbench's writer leaves when a run ends
 (`index.write_sidecar`, store/sidecar.py); `--no-sidecars` measures a store without them (records
-copied in by hand, or written by an llmbench before 2026-12-03).
+copied in by hand, or written by an llmbench before 2026-12-03); `--index-command` removes them and
+gives them back with `llmbench index`, timed (such a store, indexed once).
 Goals (the issues): first render < 2 s, filter < 300 ms, cold open < 3 s. Prints measured/goal
 ratios.
 """
@@ -174,8 +176,12 @@ def main() -> None:
     ap.add_argument("--records", type=int, default=100_000)
     ap.add_argument("--dir", type=Path, default=None, help="reuse/keep records here")
     ap.add_argument("--filters", type=int, default=5)
-    ap.add_argument("--no-sidecars", action="store_true",
-                    help="remove the run directories' sidecars (store/sidecar.py) before measuring")
+    sidecars = ap.add_mutually_exclusive_group()
+    sidecars.add_argument("--no-sidecars", action="store_true",
+                          help="remove the run directories' sidecars (store/sidecar.py) before "
+                               "measuring")
+    sidecars.add_argument("--index-command", action="store_true",
+                    help="remove the sidecars, then time `llmbench index` writing them again")
     ap.add_argument("--compare-python", action="store_true",
                     help="also parse every record in Python (the index's small-update path) and "
                          "print the cold build's ratio against it")
@@ -188,9 +194,14 @@ def main() -> None:
         generate(root, args.records)
         print(f"generated {args.records:,} records in {time.perf_counter() - t:.1f} s under {root}")
     t = time.perf_counter()
-    runs = set_sidecars(root, not args.no_sidecars)
+    runs = set_sidecars(root, not (args.no_sidecars or args.index_command))
     print(f"sidecars: {runs:,} run directories have one (index.write_sidecar, as the writer leaves "
           f"it at a run's end; {time.perf_counter() - t:.1f} s)")
+    if args.index_command:
+        t = time.perf_counter()
+        said = subprocess.run([sys.executable, "-m", "llmbench", "index", "--results", str(root)],
+                              check=True, capture_output=True, text=True).stdout.strip()
+        print(f"index command: {time.perf_counter() - t:.1f} s ({said})")
     from llmbench.report.data import load
     from llmbench.store.index import index_path
 

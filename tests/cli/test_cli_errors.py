@@ -52,6 +52,8 @@ MISTAKES = [
     (["findings", "--format", "yaml"], "yaml"),
     (["annotate", "--results"], "requires an argument"),
     (["annotate", "--results", "/nonexistent-results"], "is not a results directory"),
+    (["index", "--bogus-flag"], "No such option"),
+    (["index", "--results", "/nonexistent-results"], "is not a results directory"),
     (["report", "--bogus-flag"], "No such option"),
     (["report", "--out"], "requires an argument"),
     (["dashboard", "--bogus-flag"], "No such option"),

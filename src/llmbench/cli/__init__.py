@@ -47,7 +47,7 @@ def _root(version: bool = typer.Option(False, "--version", callback=_version, is
 
 # One module per command; each defines register(app) and imports its engine lazily.
 COMMANDS = ("run", "models", "results", "serve", "train", "roofline", "importer", "report",
-            "annotate",
+            "annotate", "index",
             "dashboard", "compare", "findings", "export")
 for _name in COMMANDS:
     importlib.import_module(f"llmbench.cli.{_name}").register(app)

@@ -7,7 +7,8 @@ record files stay the truth: a reader takes a sidecar's row only for a file whos
 and size it still lists; other files (hand-added, rewritten, written after the sidecar, a run
 that crashed before it) are parsed as before, removed files drop out, and a sidecar that is
 unreadable or of another version is ignored. Only the writer writes sidecars, when a run ends
-(`index.write_sidecar`; reading never writes into the results directory). The name starts with
+(`index.write_sidecar`), and `llmbench index` when asked to (a store copied in or written before
+sidecars); reading never writes into the results directory. The name starts with
 '.', so it is never read as a record. This module is the file format; store/index.py makes the
 rows and reads them back.
 
