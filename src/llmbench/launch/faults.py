@@ -98,7 +98,7 @@ def _kill_inside_record_write() -> None:
 
     from llmbench.store import store
 
-    def torn_write(path, text: str) -> None:
+    def torn_write(path, text: str, **_) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, _ = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".part")
         os.write(fd, text[:len(text) // 2].encode())

@@ -20,6 +20,7 @@ from typing import Any
 
 from llmbench.errors import SpecError
 from llmbench.launch.kind import PointKind, Progress
+from llmbench.measure.observers import RECORD_SYNC
 from llmbench.store import Record, Store, new_run_id
 
 EXECUTORS = ("isolated", "in-process", "ray")
@@ -134,14 +135,20 @@ def run_group(kind: PointKind, group: list, ctx: Any, run_id: str, store: Store,
               before_point: Callable[[Any], None] | None = None,
               on_record: Callable[[Record, Path], None] | None = None) -> list[Record]:
     """Run one group in this process (inside a worker, or --in-process) and write each record
-    the moment its point is finished: the one place a measured record is written."""
+    the moment its point is finished: the one place a measured record is written. A record's
+    fsyncs run on the store's sync thread while the next point starts (Store.write's
+    sync_later); the group's records are all durable when this returns."""
     records = []
-    for p, rec in kind.run_group(group, ctx, run_id, say, before_point):
-        path = store.write(rec)
-        records.append(rec)
-        if on_record:
-            on_record(rec, path)
-        say("done", p, 0)
+    try:
+        for p, rec in kind.run_group(group, ctx, run_id, say, before_point):
+            rec.observers.setdefault("record_sync", RECORD_SYNC)
+            path = store.write(rec, sync_later=True)
+            records.append(rec)
+            if on_record:
+                on_record(rec, path)
+            say("done", p, 0)
+    finally:
+        store.flush()
     return records
 
 

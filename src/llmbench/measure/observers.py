@@ -5,6 +5,9 @@ an empty entry never stands for "not recorded"."""
 from __future__ import annotations
 
 PROGRESS = "told after each repeat, once its window had closed; nothing inside a window"
+RECORD_SYNC = ("the record's fsyncs (its file, then its directory) on a thread of their own once it "
+               "was in place, waiting in the kernel while the next point began (launch.pipeline."
+               "run_group); the previous record's did the same beside this point's start")
 TIMELINES = ("a perf_counter stamp per token event, taken by the backend inside its decoding "
              "loop (the measurement itself)")
 

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -72,14 +71,13 @@ def write_table(d: str, table: pa.Table, as_json: list[str], first: dict[str, st
     """Save `table` as `d`'s sidecar, by rename; no fsync: a torn one is only ignored. `first`:
     each column's first row (file name), which places the columns of a later, incremental write
     as a write from scratch places them (index.write_sidecar)."""
-    from llmbench.store.store import _umask
+    from llmbench.store.store import create_temp
 
     meta = {"version": SIDECAR_VERSION, "index_version": index_version, "json": as_json,
             "first": first}
     table = table.replace_schema_metadata({"llmbench": json.dumps(meta)})
-    fd, tmp = tempfile.mkstemp(dir=d, prefix=".tmp-", suffix=".part")
+    fd, tmp = create_temp(d)  # the mode of a record
     try:
-        os.fchmod(fd, 0o666 & ~_umask())  # the mode of a record (mkstemp makes it 0600)
         with os.fdopen(fd, "wb") as f, pa.ipc.new_file(f, table.schema) as w:
             w.write_table(table)
         os.replace(tmp, os.path.join(d, SIDECAR))
