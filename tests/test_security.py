@@ -195,3 +195,20 @@ def _is_number(v: str) -> bool:
         return True
     except ValueError:
         return False
+
+
+def test_a_flag_naming_a_key_is_found_wherever_it_stands_in_the_json():
+    # _has_flag looks only where a JSON string starts with '-': the same answers as a search
+    # of the whole text, on texts made by hand.
+    import re
+
+    from llmbench.store.store import _has_flag
+
+    whole = re.compile(r'(?i)"--?[\w-]*(key|token|secret|password)(=[^"]*)?"')
+    texts = ['{"argv": ["run", "--api-key", "x"]}', '{"argv": ["--API_TOKEN=abc"]}',
+             '{"argv": ["-secret"]}', '{"point_key": "p", "argv": ["--model", "m"]}',
+             '{"a": "-", "b": "--"}', '{"argv": ["--model", "--hf-token=t"]}', '"-',
+             '{"note": "a \\"--password\\" inside"}', '{"x": "--passwordless"}']
+    for t in texts:
+        assert _has_flag(t) == bool(whole.search(t)), t
+    assert _has_flag(texts[0]) and not _has_flag(texts[3])

@@ -98,16 +98,21 @@ def test_only_our_process_on_the_gpu_is_no_gpu_contention():
 
 def test_a_window_lists_our_process_tree_once_at_each_edge(monkeypatch):
     # Listing the tree reads every thread's children file (~2 ms with torch's threads): the GPU
-    # scan and the CPU times share one listing per edge.
+    # scan and the CPU times share one listing per edge; and one read of /proc/stat gives an
+    # edge both the kernel's task count and the machine's CPU time.
     from llmbench.measure import contention
 
-    calls = []
-    real = contention.own_pids
-    monkeypatch.setattr(contention, "own_pids", lambda root=None: calls.append(root) or real(root))
+    contention._tasks_made()  # its one-time probe of the count done
+    calls, stat_reads = [], []
+    real, real_read = contention.own_pids, contention._read_all
+    monkeypatch.setattr(contention, "own_pids",
+                        lambda root=None, stat=None, fields=None: calls.append(root) or real(root, stat, fields))
+    monkeypatch.setattr(contention, "_read_all",
+                        lambda path: (path == "/proc/stat" and stat_reads.append(path)) or real_read(path))
     watch = ContentionWatch([0], FakeNvml({0: [os.getpid()]}))
     with watch.window():
-        assert len(calls) == 1
-    assert len(calls) == 2 and watch.result()["gpu_other_pids"] == []
+        assert len(calls) == 1 and len(stat_reads) == 1
+    assert len(calls) == 2 and len(stat_reads) == 2 and watch.result()["gpu_other_pids"] == []
 
 
 def test_the_gpu_scan_waits_in_nvml_on_a_thread_and_result_takes_it(monkeypatch):
@@ -188,6 +193,17 @@ def test_cpu_times_from_proc_stat_equal_psutils_for_a_busy_child():
         time.sleep(0.1)  # the loop is over: the child now waits on stdin, its times are still
         mine = contention.pids_cpu_s({child.pid, 2**22 + 7})
         theirs = contention._psutil_cpu_s({child.pid})
+        # the stat fields own_pids read on its way give the same, and no stat is read again
+        fields = {}
+        assert child.pid in contention.ppid_descendants(os.getpid(), [child.pid], fields=fields)
+        reads = []
+        real = contention._stat_cpu
+        contention._stat_cpu = lambda pid: reads.append(pid) or real(pid)
+        try:
+            shared = contention.pids_cpu_s({child.pid}, fields)
+        finally:
+            contention._stat_cpu = real
+        assert shared == {k: v for k, v in mine.items() if k[0] == child.pid} and reads == []
     finally:
         child.communicate(b"")
     assert list(mine) == [(child.pid, pytest.approx(list(mine)[0][1]))] and len(theirs) == 1
@@ -216,9 +232,9 @@ def test_our_tree_reads_the_same_either_way_and_the_cheaper_way_is_chosen(monkey
         tree = contention.proc_descendants(me)
         assert {me, child.pid, grandchild} <= tree and contention.ppid_descendants(me, procs) == tree
         ways = []
-        monkeypatch.setattr(contention, "_tasks_made", lambda: None)  # no kept listing
+        monkeypatch.setattr(contention, "_tasks_made", lambda stat=None: None)  # no kept listing
         monkeypatch.setattr(contention, "ppid_descendants",
-                            lambda root, procs: ways.append("parents") or tree)
+                            lambda root, procs, fields=None: ways.append("parents") or tree)
         monkeypatch.setitem(contention._CHILDREN_FILES, me, len(procs) + 1000)
         assert contention.own_pids() == tree and ways == ["parents"]
         monkeypatch.setitem(contention._CHILDREN_FILES, me, 1)
@@ -230,16 +246,20 @@ def test_our_tree_reads_the_same_either_way_and_the_cheaper_way_is_chosen(monkey
 def test_the_tree_is_listed_again_only_after_the_kernel_made_a_task(monkeypatch):
     # The kernel's task count (faked here, so other threads cannot move it) stays put: the
     # last listing is kept, and only narrowed: a child that ended drops out, and so does its
-    # child, now another's. The count moves: the tree is listed again.
+    # child, now another's. The count moves: only the processes /proc did not list last time
+    # are asked their parent, and a new child with a grandchild is found without a full
+    # listing. The count moves by more than the pids left unused: a full listing again.
     from llmbench.measure import contention
 
     made, listings = [100], []
-    monkeypatch.setattr(contention, "_tasks_made", lambda: made[0])
+    monkeypatch.setattr(contention, "_tasks_made", lambda stat=None: made[0])
     real = contention._list_tree
-    monkeypatch.setattr(contention, "_list_tree", lambda root: listings.append(root) or real(root))
+    monkeypatch.setattr(contention, "_list_tree",
+                        lambda root, procs=None, fields=None: listings.append(root) or real(root, procs, fields))
     monkeypatch.setattr(contention, "_TREES", {})
     me = os.getpid()
     child, grandchild = _child_with_grandchild()
+    newer = None
     try:
         first = own_pids()
         assert {me, child.pid, grandchild} <= first and listings == [me]
@@ -249,13 +269,22 @@ def test_the_tree_is_listed_again_only_after_the_kernel_made_a_task(monkeypatch)
         kept = own_pids()
         assert listings == [me] and child.pid not in kept and grandchild not in kept
         assert kept == first - {child.pid, grandchild} == contention.proc_descendants(me)
-        made[0] += 1
-        assert own_pids() == kept and listings == [me, me]
+        newer, newer_grandchild = _child_with_grandchild()
+        made[0] += 5
+        found = own_pids()
+        assert listings == [me] and {newer.pid, newer_grandchild} <= found
+        assert found == contention.proc_descendants(me)
+        made[0] += contention._pid_max()  # pids may have wrapped round: list it all
+        assert own_pids() == found and listings == [me, me]
     finally:
-        child.kill()
-        child.wait()
+        for c in (child, newer):
+            if c is not None:
+                c.kill()
+                c.wait()
         with contextlib.suppress(psutil.Error):
             psutil.Process(grandchild).kill()
+        with contextlib.suppress(psutil.Error, UnboundLocalError):
+            psutil.Process(newer_grandchild).kill()
 
 
 def test_the_kernels_task_count_moves_with_each_thread_and_process():
@@ -278,8 +307,8 @@ def test_where_the_task_count_does_not_move_the_tree_is_listed_every_time(monkey
 
     listings = []
     monkeypatch.setattr(contention, "_COUNTS_TASKS", None)
-    monkeypatch.setattr(contention, "_read_tasks_made", lambda: 7)  # a sandbox's constant
-    monkeypatch.setattr(contention, "_list_tree", lambda root: listings.append(root) or {root})
+    monkeypatch.setattr(contention, "_read_tasks_made", lambda stat=None: 7)  # a sandbox's constant
+    monkeypatch.setattr(contention, "_list_tree", lambda root, procs=None, fields=None: listings.append(root) or {root})
     assert contention._tasks_made() is None and contention._COUNTS_TASKS is False
     assert own_pids() == own_pids() == {os.getpid()} and len(listings) == 2
 
@@ -484,3 +513,17 @@ def test_listening_pid_names_the_process_on_the_port():
         port = s.getsockname()[1]
         assert listening_pid(port) == os.getpid()
     assert listening_pid(port) is None  # closed: nobody listens
+
+
+def test_machine_busy_time_is_user_nice_system_irq_softirq_as_psutil_counts_it():
+    import psutil
+
+    from llmbench.measure import contention
+
+    stat = b"cpu  100 20 30 400 50 6 7 8 0 0\ncpu0 100 20 30 400 50 6 7 8 0 0\nprocesses 4242\n"
+    assert contention.busy_cpu_s(stat) == pytest.approx((100 + 20 + 30 + 6 + 7) * contention._TICK_S)
+    assert contention._read_tasks_made(stat) == 4242
+    live = contention.busy_cpu_s()
+    t = psutil.cpu_times()
+    assert live == pytest.approx(sum(getattr(t, k) for k in ("user", "nice", "system", "irq", "softirq")),
+                                 abs=0.5)  # read a moment apart

@@ -29,3 +29,34 @@ def test_command_line_and_source_version_are_read_per_record(monkeypatch):
     env = envmod.capture()
     assert env["argv"] == ["llmbench", "run", "sweep.yaml"]
     assert (env["git_sha"], env["git_sha_source"]) == ("abc123", "LLMBENCH_GIT_SHA")
+
+
+def test_a_gpus_name_and_driver_are_asked_of_nvml_once_and_a_failure_again(monkeypatch):
+    import sys
+    import types
+
+    calls = []
+
+    def init():
+        calls.append("init")
+        if len(calls) == 1:
+            raise RuntimeError("driver not loaded yet")
+
+    fake = types.SimpleNamespace(
+        nvmlInit=init, nvmlDeviceGetHandleByIndex=lambda i: i,
+        nvmlDeviceGetName=lambda h: b"NVIDIA H200", nvmlSystemGetDriverVersion=lambda: "580.1",
+        nvmlDeviceGetCount=lambda: 1)
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monkeypatch.setattr(envmod, "_GPU_INFO", {})
+    assert envmod.gpu_info("cuda:0")["error"] == "driver not loaded yet"  # not kept
+    first = envmod.gpu_info("cuda:0")
+    assert first == {"name": "NVIDIA H200", "driver": "580.1", "visible": 1} and calls == ["init"] * 2
+    first["name"] = "edited by one record"
+    assert envmod.gpu_info("cuda:0")["name"] == "NVIDIA H200" and calls == ["init"] * 2
+    assert envmod.hardware("cuda:0", 2) == {"name": "NVIDIA H200", "count": 2, "driver": "580.1"}
+
+
+def test_cores_is_the_machines_core_count():
+    import os
+
+    assert envmod.cores() == os.cpu_count() and envmod.hardware("cpu")["cores"] == os.cpu_count()

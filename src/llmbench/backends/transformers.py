@@ -400,7 +400,10 @@ class TransformersBackend(Backend):
     def memory_peak_gib(self) -> float | None:
         torch = getattr(self, "_torch", None)
         if torch is not None and self.device.type == "cuda":
-            return torch.cuda.max_memory_allocated(self.device) / 2**30
+            # max_memory_allocated's value, without the flattening of every allocator statistic
+            # into one sorted dict that it does first (~0.2 ms on an H200 host, each point)
+            stats = torch.cuda.memory_stats_as_nested_dict(self.device)
+            return stats.get("allocated_bytes", {}).get("all", {}).get("peak", 0) / 2**30
         # Linux reports ru_maxrss in KiB: the process's peak resident memory.
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 

@@ -18,12 +18,14 @@ and came ms after the previous window's closing one.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
+from llmbench.measure import env as envmod
 from llmbench.measure.aside import aside
 
 # Contended when other processes used more than this share of the machine's CPU capacity
@@ -33,48 +35,81 @@ CPU_SHARE_LIMIT = 0.10
 SCAN_TIMEOUT_S = 30.0  # a GPU list that hangs in NVML costs the point's contention, not the run
 
 
-def own_pids(root: int | None = None) -> set[int]:
-    """`root` (this process unless given) and its descendants. While the kernel has made no
-    task since the last listing (`_tasks_made`), that listing can only have shrunk: its pids'
-    parents (a stat file each) say which are still ours, and the listing is not read again."""
+def own_pids(root: int | None = None, stat: bytes | None = None,
+             fields: dict[int, list[bytes]] | None = None) -> set[int]:
+    """`root` (this process unless given) and its descendants, from the last listing where the
+    kernel's task count says little can have changed (`_tasks_made`, counted before each
+    listing, so a task made during one moves it):
+    - no task made since: the listing can only have shrunk; its pids' parents (a stat file
+      each) say which are still ours;
+    - tasks made: a new descendant is a new process, so only the processes /proc did not list
+      last time are asked their parent, beside the kept tree (one directory read, where the
+      full listing reads a children file for each of a torch process's ~150 threads: 0.5-0.7
+      ms an edge on H200 hosts, whose task count moves between most edges);
+    - no listing kept, or so many tasks made that a pid may have been reused: a full listing.
+    `stat`: /proc/stat as the caller read it just now (proc_stat), else it is read here.
+    `fields`: filled with the stat fields read on the way (pid -> fields), for pids_cpu_s."""
     root = os.getpid() if root is None else root
-    made = _tasks_made()
+    made = _tasks_made(stat)
     known = _TREES.get(root)
-    if made is not None and known is not None and known[0] == made:
-        tree = _TREES[root][1] = ppid_descendants(root, sorted(known[1] - {root}))
-        return tree
-    tree = _list_tree(root)
-    if made is not None:  # counted before the listing: a task made during it moves the count
-        _TREES[root] = [made, tree]
+    if made is not None and known is not None:
+        if known[0] == made:
+            tree = known[1] = ppid_descendants(root, sorted(known[1] - {root}), fields=fields)
+            return tree
+        if made - known[0] < _pid_max() - len(known[2]) and (procs := _procs()) is not None:
+            tree = ppid_descendants(root, sorted((known[1] - {root}) | (procs - known[2])), fields=fields)
+            _TREES[root] = [made, tree, procs]
+            return tree
+    procs = _procs()  # before the tree: a process made after it is new to the next listing
+    tree = _list_tree(root, procs, fields)
+    if made is not None and procs is not None:
+        _TREES[root] = [made, tree, procs]
     return tree
 
 
-def _list_tree(root: int) -> set[int]:
+def _procs() -> set[int] | None:
+    """The processes /proc lists (threads are not listed), or None without /proc."""
+    try:
+        return {int(d) for d in os.listdir("/proc") if d.isdigit()}
+    except OSError:
+        return None
+
+
+@functools.cache
+def _pid_max() -> int:
+    """The kernel's largest pid (pids are handed out in order up to it, then reused)."""
+    try:
+        return int(_read_all("/proc/sys/kernel/pid_max"))
+    except (OSError, ValueError):
+        return 32768  # the smallest default: reuse is assumed sooner, never later
+
+
+def _list_tree(root: int, procs: set[int] | None = None,
+               fields: dict[int, list[bytes]] | None = None) -> set[int]:
     """root's tree read the cheaper of two ways on Linux: each of our threads' children list
     (/proc/PID/task/TID/children: a torch process has ~150 threads, 0.5-0.9 ms an edge on H200
     hosts), or every process's parent from its stat file, where the machine runs fewer
-    processes than our tree has threads (a container). The choice compares the process count
-    with the thread count the last children listing read; psutil answers where /proc has no
-    lists."""
+    processes (`procs`, /proc's listing) than our tree has threads (a container). The choice
+    compares the process count with the thread count the last children listing read; psutil
+    answers where /proc has no lists."""
     try:
         threads = _CHILDREN_FILES.get(root)
-        if threads is not None:
-            procs = [int(d) for d in os.listdir("/proc") if d.isdigit()]
-            if len(procs) < threads:
-                return ppid_descendants(root, procs)
+        if threads is not None and procs is not None and len(procs) < threads:
+            return ppid_descendants(root, sorted(procs), fields=fields)
         return proc_descendants(root)
     except OSError:
         return psutil_descendants(root)
 
 
 _CHILDREN_FILES: dict[int, int] = {}  # root -> children files its last listing read
-_TREES: dict[int, list] = {}  # root -> [tasks made before its last listing, the tree then]
+# root -> [tasks made before its last listing, the tree then, the processes /proc listed then]
+_TREES: dict[int, list] = {}
 
 
-def _tasks_made() -> int | None:
-    """Tasks (processes and threads) the kernel has made since boot: /proc/stat's `processes`,
-    never reused, unlike a pid. None where it is missing or does not move when a task is made
-    (checked once, with a thread: a sandbox's /proc)."""
+def _tasks_made(stat: bytes | None = None) -> int | None:
+    """Tasks (processes and threads) the kernel has made since boot: /proc/stat's `processes`
+    (of `stat`, else read now), never reused, unlike a pid. None where it is missing or does
+    not move when a task is made (checked once, with a thread: a sandbox's /proc)."""
     global _COUNTS_TASKS
     if _COUNTS_TASKS is None:
         before = _read_tasks_made()
@@ -83,15 +118,25 @@ def _tasks_made() -> int | None:
         t.join()
         after = _read_tasks_made()
         _COUNTS_TASKS = None not in (before, after) and after > before
-    return _read_tasks_made() if _COUNTS_TASKS else None
+    return _read_tasks_made(stat) if _COUNTS_TASKS else None
 
 
 _COUNTS_TASKS: bool | None = None
 
 
-def _read_tasks_made() -> int | None:
+def proc_stat() -> bytes | None:
+    """/proc/stat's bytes (None without it): one read serves a window edge's machine CPU time
+    and task count (the kernel writes every CPU's and interrupt's line: ~0.1 ms on a 16-core
+    H200 host)."""
     try:
-        raw = _read_all("/proc/stat")
+        return _read_all("/proc/stat")
+    except OSError:
+        return None
+
+
+def _read_tasks_made(stat: bytes | None = None) -> int | None:
+    try:
+        raw = stat if stat is not None else _read_all("/proc/stat")
         at = raw.index(b"\nprocesses ") + 11
         return int(raw[at:raw.index(b"\n", at)])
     except (OSError, ValueError):
@@ -118,13 +163,17 @@ def proc_descendants(root: int, proc: str = "/proc") -> set[int]:
     return pids
 
 
-def ppid_descendants(root: int, procs: list[int], proc: str = "/proc") -> set[int]:
-    """root and every descendant among `procs`, from each one's parent in /proc/PID/stat."""
+def ppid_descendants(root: int, procs: list[int], proc: str = "/proc",
+                     fields: dict[int, list[bytes]] | None = None) -> set[int]:
+    """root and every descendant among `procs`, from each one's parent in /proc/PID/stat
+    (`fields`: filled with each stat's fields, pid -> fields)."""
     kids: dict[int, list[int]] = {}
     for pid in procs:
         with contextlib.suppress(OSError, ValueError, IndexError):  # ended meanwhile
-            ppid = int(_stat_fields(pid, proc)[1])  # field 4
-            kids.setdefault(ppid, []).append(pid)
+            f = _stat_fields(pid, proc)
+            kids.setdefault(int(f[1]), []).append(pid)  # field 4, the parent
+            if fields is not None:
+                fields[pid] = f
     pids, todo = {root}, [root]
     while todo:
         for k in kids.get(todo.pop(), ()):
@@ -156,23 +205,38 @@ def psutil_descendants(root: int) -> set[int]:
     return pids
 
 
-def busy_cpu_s() -> float:
-    """CPU-seconds the whole machine has spent busy (all processes, kernel work included)."""
+_BUSY = ("user", "nice", "system", "irq", "softirq")
+
+
+def busy_cpu_s(stat: bytes | None = None) -> float:
+    """CPU-seconds the whole machine has spent busy (all processes, kernel work included):
+    user, nice, system, irq and softirq time, as psutil.cpu_times names them. Linux: /proc/stat's
+    first line (of `stat`, else read now; psutil parses the whole file), elsewhere psutil."""
+    try:
+        raw = stat if stat is not None else _read_all("/proc/stat")
+        f = raw[:raw.index(b"\n")].split()  # cpu user nice system idle iowait irq softirq ...
+        if f[0] == b"cpu" and len(f) >= 8:
+            return (int(f[1]) + int(f[2]) + int(f[3]) + int(f[6]) + int(f[7])) * _TICK_S
+    except (OSError, ValueError):
+        pass
     import psutil
 
     t = psutil.cpu_times()
-    return sum(getattr(t, f, 0.0) for f in ("user", "nice", "system", "irq", "softirq"))
+    return sum(getattr(t, k, 0.0) for k in _BUSY)
 
 
-def pids_cpu_s(pids: set[int]) -> dict[tuple[int, float], float]:
+def pids_cpu_s(pids: set[int], fields: dict[int, list[bytes]] | None = None) -> dict[tuple[int, float], float]:
     """(pid, start time) -> CPU seconds of each of `pids` (own_pids: this process and its
     descendants), reaped children included (cutime/cstime), so a worker that exits mid-window
     still counts. Linux: one os.read of /proc/PID/stat a pid (psutil's Process, cpu_times and
-    create_time took ~28 us a pid on a 2-core VM, this ~7); elsewhere psutil."""
+    create_time took ~28 us a pid on a 2-core VM, this ~7), none for a pid whose stat fields
+    own_pids has just read (`fields`); elsewhere psutil."""
     out = {}
+    fields = fields or {}
     try:
         for pid in pids:
-            if (found := _stat_cpu(pid)) is not None:
+            found = _cpu_of(pid, fields[pid]) if pid in fields else _stat_cpu(pid)
+            if found is not None:
                 out[found[0]] = found[1]
     except _NoProc:
         return _psutil_cpu_s(pids)
@@ -196,6 +260,11 @@ def _stat_cpu(pid: int) -> tuple[tuple[int, float], float] | None:
         return None
     except OSError:
         return None
+    return _cpu_of(pid, f)
+
+
+def _cpu_of(pid: int, f: list[bytes]) -> tuple[tuple[int, float], float]:
+    """((pid, start ticks), CPU seconds) from a stat's fields (_stat_fields: from field 3 on)."""
     # utime 14, stime 15, cutime 16, cstime 17, starttime 22
     return (pid, float(f[19])), (int(f[11]) + int(f[12]) + int(f[13]) + int(f[14])) * _TICK_S
 
@@ -292,18 +361,20 @@ class ContentionWatch:
         """scan_after=False: the GPUs are listed inside the window instead (`inside`)."""
         # Our process tree is listed once per edge, for both the GPU scans and the CPU times:
         # with torch's threads each listing costs ~2 ms (H200, 2026-12-03), 4 a point before.
-        pids = self._ours()
+        stat, fields = proc_stat(), {}  # the task count for the tree, the machine's CPU time
+        pids = self._ours(stat, fields)
         self._ours_seen |= pids
-        ours0, busy0 = pids_cpu_s(pids), busy_cpu_s()
+        ours0, busy0 = pids_cpu_s(pids, fields), busy_cpu_s(stat)
         t0 = time.perf_counter()
         try:
             yield self
         finally:
             t1 = time.perf_counter()
-            busy1 = busy_cpu_s()
-            pids = self._ours()
+            stat, fields = proc_stat(), {}
+            busy1 = busy_cpu_s(stat)
+            pids = self._ours(stat, fields)
             self._ours_seen |= pids
-            ours1 = pids_cpu_s(pids)
+            ours1 = pids_cpu_s(pids, fields)
             if scan_after:
                 self._gpu_scan()
             else:
@@ -323,9 +394,10 @@ class ContentionWatch:
         return ("CPU times (psutil) read before and after the window; the processes on our GPUs "
                 f"(NVML) listed on a thread beside it as the watch starts and {self._gpu_where}")
 
-    def _ours(self) -> set[int]:
+    def _ours(self, stat: bytes | None = None, fields: dict | None = None) -> set[int]:
         """The pids that are ours: the root's tree and every also_pids tree."""
-        return own_pids(self.root_pid).union(*(own_pids(p) for p in self.also_pids))
+        return own_pids(self.root_pid, stat, fields).union(
+            *(own_pids(p, stat, fields) for p in self.also_pids))
 
     @property
     def lists_gpus(self) -> bool:
@@ -395,7 +467,7 @@ class ContentionWatch:
 
     def result(self) -> dict[str, Any]:
         self._take_scans()
-        cores = os.cpu_count() or 1
+        cores = envmod.cores() or 1
         share = self.other_cpu_s / (self.window_s * cores) if self.window_s > 0 else 0.0
         reasons = []
         if share > CPU_SHARE_LIMIT:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Sequence
 
 import numpy as np
@@ -17,9 +18,11 @@ def mean_ci(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
     Benchmarks often have 2-5 repeats, where a percentile bootstrap of the mean covers far
     less than it claims (at n = 2 it is [min, max]: about 50%, not 95%); the t-interval is
     exact for normal samples at any n and, by the central limit theorem, right at large n."""
-    n = len(values)
-    mean = float(values.mean())
-    half = t_critical(n - 1, level) * float(values.std(ddof=1)) / np.sqrt(n)
+    return _t_interval(float(values.mean()), float(values.std(ddof=1)), len(values), level)
+
+
+def _t_interval(mean: float, sd: float, n: int, level: float = 0.95) -> tuple[float, float]:
+    half = t_critical(n - 1, level) * sd / math.sqrt(n)
     return mean - half, mean + half
 
 
@@ -33,20 +36,24 @@ def t_critical(dof: int, level: float = 0.95) -> float:
 
 
 def summarize(values: Sequence[float], unit: str, keep_samples: bool = True) -> MetricStats:
+    """Every statistic of `values` (None left out). The mean and standard deviation are
+    numpy's, each taken once; min and max are the sorted values' ends (a point summarizes ~16
+    metrics inside its bookkeeping, issue 24)."""
     arr = np.asarray([v for v in values if v is not None], dtype=float)
     n = int(arr.size)
     if n == 0:
         return MetricStats(unit=unit, n=0)
-    p50, p90, p95, p99 = percentiles(arr, (50, 90, 95, 99))
-    lo = hi = None
+    ordered = np.sort(arr).tolist()
+    p50, p90, p95, p99 = _percentiles(ordered, (50, 90, 95, 99))
+    mean = float(arr.mean())
+    std, lo, hi = 0.0, None, None
     if n >= 2:
-        lo, hi = mean_ci(arr)
+        std = float(arr.std(ddof=1))
+        lo, hi = _t_interval(mean, std, n)
     return MetricStats(
-        unit=unit, n=n, mean=float(arr.mean()), median=p50, p50=p50, p90=p90, p95=p95, p99=p99,
-        min=float(arr.min()), max=float(arr.max()),
-        std=float(arr.std(ddof=1)) if n >= 2 else 0.0,
-        ci95_low=lo, ci95_high=hi,
-        samples=[float(x) for x in arr[:MAX_SAMPLES_KEPT]] if keep_samples else None,
+        unit=unit, n=n, mean=mean, median=p50, p50=p50, p90=p90, p95=p95, p99=p99,
+        min=float(ordered[0]), max=float(ordered[-1]), std=std, ci95_low=lo, ci95_high=hi,
+        samples=arr[:MAX_SAMPLES_KEPT].tolist() if keep_samples else None,
     )
 
 
@@ -54,7 +61,11 @@ def percentiles(values: np.ndarray, qs: Sequence[float]) -> list[float]:
     """numpy's default ("linear") percentiles: the value at rank (n - 1) q / 100 of the sorted
     values, interpolated between its neighbours as numpy's _lerp does. np.percentile costs
     ~36 us a call on a handful of values, and a point summarizes ~16 metrics (issue 24)."""
-    a = np.sort(values).tolist()
+    return _percentiles(np.sort(values).tolist(), qs)
+
+
+def _percentiles(a: list[float], qs: Sequence[float]) -> list[float]:
+    """percentiles() of values already sorted."""
     n = len(a)
     out = []
     for q in qs:

@@ -227,6 +227,13 @@ class _Model:
 
 
 def _phase(mem, comp, comm) -> Phase:
+    if np.ndim(mem) == np.ndim(comp) == np.ndim(comm) == 0:  # one step (prefill): plain floats
+        m, c, k = float(mem), float(comp), float(comm)
+        t = max(max(m, c), k)
+        shares = {"memory": t if m >= c and m >= k else 0.0,
+                  "compute": t if c > m and c >= k else 0.0,
+                  "interconnect": t if k > m and k > c else 0.0}
+        return Phase(t, m, c, k, max(shares, key=shares.get))
     mem, comp, comm = (np.atleast_1d(np.asarray(x, dtype=float)) for x in (mem, comp, comm))
     t = np.maximum(np.maximum(mem, comp), comm)
     shares = {"memory": float(np.sum(np.where((mem >= comp) & (mem >= comm), t, 0.0))),
