@@ -8,8 +8,10 @@ read into memory once (as `index.read_table` reads them, not timed); then each v
 documents into typed columns, the variants alternating rep by rep. Printed: wall and CPU seconds
 of the process (all threads) per run, and the median of each.
 
-- `current`: `bulk.read_rows`, what a cold build runs: `json_structure` grouped by structure,
-  the column plan, one typed `json_transform`, the Arrow columns;
+- `current`: `bulk.read_rows`, what a cold build runs (since 2026-12-04 Arrow's JSON reader
+  first, `bulk._arrow_rows`, giving way to the DuckDB passes);
+- `duckdb`: the DuckDB passes (`bulk._duckdb_rows`): `json_structure` grouped by structure, the
+  column plan, one typed `json_transform`, the Arrow columns;
 - `structure`, `transform`: its two DuckDB passes alone (over the whole table, serially);
 - `read_json-nd`, `read_json-unstructured`, `read_json-array`: the documents written as one
   buffer to /dev/shm (one a line; one after another; one JSON array) and DuckDB's own
@@ -33,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
-VARIANTS = ("current", "structure", "transform", "read_json-nd", "read_json-unstructured",
+VARIANTS = ("current", "duckdb", "structure", "transform", "read_json-nd", "read_json-unstructured",
             "read_json-array", "json_valid", "msgspec", "msgspec-struct")
 
 
@@ -105,6 +107,7 @@ def main() -> None:
 
     run = {
         "current": lambda: bulk.read_rows(iter(chunks), index._array),
+        "duckdb": lambda: bulk._duckdb_rows(iter(chunks), index._array),
         "structure": lambda: [bulk._structures(con, p) for p in parts],
         "transform": lambda: bulk._read(con, files, groups, index._array),
         "read_json-nd": read_json("newline_delimited"),
