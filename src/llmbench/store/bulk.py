@@ -489,7 +489,7 @@ def _merged(a: Any, b: Any) -> Any:
     raise _NotArrow(f"{a} and {b}")
 
 
-def _field(top: dict[Any, pa.Array], path: Sequence[str]) -> pa.Array | None:
+def _field(top: dict[Any, Any], path: Sequence[str]) -> Any:
     """The values at `path` (null where a section on the way is null), None where no document
     has it; `top` also keeps the sections taken on the way (keyed by their path)."""
     import pyarrow.compute as pc
@@ -541,7 +541,7 @@ def _from_arrow(parsed: list[tuple[pa.Table, list[int]]], chunks: list[Any]
     shared = sorted(set(opts or ()) & set(_obj(st.get("workload")) or ()))
     tops, rows = [], []
     for t, idx in parts:
-        top = {k: t.column(k).combine_chunks() for k in t.column_names}
+        top: dict[Any, Any] = {k: t.column(k) for k in t.column_names}  # (chunked: no copy)
         unsure = None
         for k in shared:
             o = _field(top, ("backend", "options", k))
@@ -550,7 +550,7 @@ def _from_arrow(parsed: list[tuple[pa.Table, list[int]]], chunks: list[Any]
             w = _field(top, ("workload", k))
             m = pc.is_valid(o) if w is None else pc.and_(pc.is_valid(o), pc.is_null(w))
             unsure = m if unsure is None else pc.or_(unsure, m)
-        if unsure is not None and unsure.true_count:
+        if unsure is not None and pc.any(unsure).as_py():
             sure = pc.invert(unsure)
             top = {k: a.filter(sure) for k, a in top.items()}
             idx = [i for i, u in zip(idx, unsure.to_pylist()) if not u]
@@ -560,15 +560,15 @@ def _from_arrow(parsed: list[tuple[pa.Table, list[int]]], chunks: list[Any]
     for c in cols:
         sql_t = _sql_type(c.types)
         typ = _SQL_ARROW[sql_t] if sql_t is not None else pa.null()
-        pieces = []
+        pieces: list[pa.Array] = []
         for top, n in tops:
             a = _field(top, c.path)
             if a is None or pa.types.is_null(a.type):
                 a = pa.nulls(n, typ)
             elif a.type != typ:
                 a = a.cast(typ)  # int64 -> double: a column of ints and floats
-            pieces.append(a)
-        out[c.name] = pa.concat_arrays(pieces)
+            pieces += a.chunks if isinstance(a, pa.ChunkedArray) else [a]
+        out[c.name] = pa.chunked_array(pieces, typ).combine_chunks()
     left = sorted(set(range(first)) - set(rows))
     for name, attr, typ in (("path", "paths", pa.string()), ("_mtime_ns", "mtimes", pa.int64()),
                             ("_size", "sizes", pa.int64())):
