@@ -6,6 +6,7 @@ import math
 import os
 import threading
 import time
+import warnings
 from pathlib import Path
 
 import pytest
@@ -233,6 +234,7 @@ def test_a_bulk_read_that_fails_on_one_chunk_is_parsed_in_python(tmp_path, monke
     import duckdb
 
     monkeypatch.setattr(index, "CHUNK_FILES", 3)
+    monkeypatch.setattr(bulk, "ARROW_FIRST", False)  # these records Arrow's reader would take
     real, calls = bulk._structures, []
 
     def second_fails(con, files):
@@ -268,3 +270,116 @@ def test_the_published_data_reads_the_same_in_duckdb_and_in_python(tmp_path):
     want = read_table(paths, set(), set(), bulk=False)
     assert {f.name: f.type for f in got.schema} == {f.name: f.type for f in want.schema}
     assert [c for c in want.column_names if got.column(c).to_pylist() != want.column(c).to_pylist()] == []
+
+
+def _arrow_used(monkeypatch) -> list[bool]:
+    """Whether each bulk read was Arrow's one pass (True) or gave way to DuckDB's (False)."""
+    used, real = [], bulk._duckdb_rows
+    monkeypatch.setattr(bulk, "_duckdb_rows", lambda *a, **k: used.append(False) or real(*a, **k))
+    real_from = bulk._from_arrow
+    monkeypatch.setattr(bulk, "_from_arrow", lambda *a: (r := real_from(*a)) and (used.append(True) or r))
+    return used
+
+
+def _regular_store(root: Path, compact: bool) -> list[str]:
+    """Records Arrow's reader takes: written by the store (indent=1) or one line each; an int in
+    one chunk and a float in another, a field null in some records and text in others, absent
+    and empty sections, a stat present and always null."""
+    recs = reference_records()[:6] + own_records()[:6]
+    recs[0].workload["mixed_num"] = 3
+    recs[11].workload["mixed_num"] = 2.5
+    recs[1].workload["maybe"] = None
+    recs[10].workload["maybe"] = "text"
+    recs[2].backend.options = {"loop": "step", "threads": 4, "none": None}
+    recs[3].backend.options = {}
+    if not compact:
+        return [str(Store(root).write(r)) for r in recs]
+    paths = []
+    for i, r in enumerate(recs):
+        doc = json.loads(r.model_dump_json())
+        if i == 4:
+            doc["metrics"]["extra_s"] = {"mean": 1, "std": None}
+            doc.pop("roofline", None)
+        p = root / f"r{i:02d}.json"
+        p.write_text(json.dumps(doc))
+        paths.append(str(p))
+    return paths
+
+
+@pytest.mark.parametrize("compact", [False, True])
+@pytest.mark.parametrize("chunk_files", [4, 8192])
+def test_arrow_one_pass_gives_flatten_rows(tmp_path, monkeypatch, compact, chunk_files):
+    monkeypatch.setattr(index, "CHUNK_FILES", chunk_files)
+    used = _arrow_used(monkeypatch)
+    paths = _regular_store(tmp_path, compact)
+    want, want_metrics, want_workload = _expected(paths)
+    m, w = set(), set()
+    got = read_table(paths, m, w, bulk=True)
+    assert used == [True]
+    _check(got, want, paths)
+    assert m == want_metrics and w == want_workload
+    py = read_table(paths, set(), set(), bulk=False)
+    assert {f.name: f.type for f in py.schema} == {f.name: f.type for f in got.schema}
+    assert [c for c in py.column_names if got.column(c).to_pylist() != py.column(c).to_pylist()] == []
+
+
+@pytest.mark.parametrize("case, arrow", [
+    ("timestamp_workload", False), ("int_and_text", False),
+    ("bool_and_int", False), ("object_stat", False), ("null_run_id", False), ("two_objects", False),
+    ("kind_not_at_top", False),
+    # files that are no record object are left to Python, the others still read by Arrow
+    ("tool_output", True), ("torn", True), ("list_root", True), ("bom", True), ("empty", True),
+    # an engine option named like a workload field: rows that may lack it left to Python
+    ("option_named_like_workload", True), ("option_and_null_workload_field", True)])
+def test_arrow_gives_way_where_its_merged_structure_is_not_flattens(tmp_path, monkeypatch, case,
+                                                                    arrow):
+    """What Arrow's one merged structure cannot tell (or cannot read) goes to DuckDB's passes,
+    whose rows are flatten's; a file that cannot be a record, or is not one object, to Python."""
+    monkeypatch.setattr(index, "CHUNK_FILES", 4)
+    used = _arrow_used(monkeypatch)
+    paths = _regular_store(tmp_path, compact=True)
+    doc = json.loads(Path(paths[5]).read_text())
+    extra = tmp_path / "zz.json"
+    if case == "timestamp_workload":
+        doc["workload"]["date"] = "2026-01-01"
+    elif case == "option_named_like_workload":  # here the workload has it: no opt_batch_size
+        doc["backend"]["options"] = {"batch_size": 3}
+        other = json.loads(Path(paths[6]).read_text())  # here it has none: opt_batch_size
+        del other["workload"]["batch_size"]
+        other["backend"]["options"] = {"batch_size": 5}
+        Path(paths[6]).write_text(json.dumps(other))
+    elif case == "option_and_null_workload_field":  # null, not absent: no opt_batch_size
+        doc["workload"]["batch_size"] = None
+        doc["backend"]["options"] = {"batch_size": 3}
+    elif case == "int_and_text":
+        doc["workload"]["batch_size"] = "auto"
+    elif case == "bool_and_int":
+        doc["workload"]["batch_size"] = True
+    elif case == "object_stat":
+        doc["metrics"]["ttft_s"] = {"mean": {"a": 1}}
+    elif case == "null_run_id":
+        doc["run_id"] = None
+    elif case == "kind_not_at_top":
+        doc = {"run_id": "x", "backend": {"kind": "y"}, "metrics": {"other_s": {"mean": 1}}}
+    elif case == "tool_output":
+        doc = {"date": "2026-01-01", "backend": "vllm", "metrics": {"other_s": {"mean": "x"}}}
+    text = json.dumps(doc)
+    if case == "torn":
+        text = text[:50]
+    elif case == "list_root":
+        text = "[1, 2]"
+    elif case == "bom":
+        text = "\ufeff" + text
+    elif case == "empty":
+        text = ""
+    elif case == "two_objects":
+        text = text + " " + text
+    extra.write_text(text)
+    paths.append(str(extra))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the unreadable files)
+        got = read_table(paths, m := set(), w := set(), bulk=True)
+    assert used == [arrow]
+    want, want_metrics, want_workload = _expected(paths)
+    _check(got, want, paths)
+    assert m == want_metrics and w == want_workload

@@ -1,4 +1,14 @@
-"""Many record files -> their flat rows (the rows of `store.flatten`), read and parsed by DuckDB.
+"""Many record files -> their flat rows (the rows of `store.flatten`), parsed in C++ on all cores.
+
+First by Arrow's JSON reader (`_arrow_rows`, below): the files as lines of one buffer, one pass
+that parses and infers one schema over every document (2026-12-04: half the CPU of the two
+DuckDB passes on 100,000 records). Its schema is one structure merged over the documents, so it
+is taken only where that loses nothing flatten sees: a value typed two ways across documents, a
+timestamp Arrow read from text where flatten reads, a document without `run_id` or `kind`, a
+file of two objects make it give way to DuckDB (below); a file whose text cannot be a record or
+that is not one object is left to the caller (Python); the rows where an engine option is named
+like a workload field and the workload value is null or absent (flatten tells them apart, Arrow
+does not) too. Otherwise, and where it gives way, DuckDB:
 
 Parsing 100,000 JSON records in Python (open, json.loads, flatten, Arrow) costs about 1 ms a
 record on a 2-core machine; DuckDB reads the files on all cores and parses them in C++. The
@@ -29,6 +39,7 @@ cannot hold it).
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import tempfile
@@ -185,7 +196,20 @@ def read_rows(chunks: Iterable[Any], array: Callable[[list[Any]], pa.Array]
     """The flat rows of the record files in `chunks` (each read: `paths`, `data`, `mtimes`,
     `sizes`; in path order), with `_mtime_ns` and `_size`; the metric and workload names seen;
     the indexes (over all chunks) of the files DuckDB could not read as JSON, for the caller to
-    parse in Python. `array` converts a column of Python values as the Python path does."""
+    parse in Python. `array` converts a column of Python values as the Python path does.
+    Arrow's JSON reader is tried first (_arrow_rows); where it cannot give flatten's rows
+    exactly, the chunks (those read so far, then the rest) go through DuckDB's two passes."""
+    it = iter(chunks)
+    seen: list[Any] = []
+    if ARROW_FIRST:
+        got = _arrow_rows(it, seen)
+        if got is not None:
+            return got
+    return _duckdb_rows(itertools.chain(seen, it), array)
+
+
+def _duckdb_rows(chunks: Iterable[Any], array: Callable[[list[Any]], pa.Array]
+                 ) -> tuple[pa.Table, set[str], set[str], list[int]]:
     import duckdb
 
     tmp = tempfile.mkdtemp(prefix="llmbench-index-")  # only used if a step exceeds memory
@@ -349,3 +373,207 @@ def _plain(a: pa.Array) -> pa.Array:
     if pa.types.is_large_string(a.type) or pa.types.is_string_view(a.type):
         return a.cast(pa.string())
     return a
+
+
+# --- Arrow's JSON reader: one pass -------------------------------------------------------------
+# Arrow's reader (pyarrow.json) parses the documents as lines of one buffer on all cores and
+# infers one schema over all of them in the same pass: on dashboard_scale.py's 100,000 records
+# 1.3 CPU-s (0.7 s wall) against 2.9 CPU-s for json_structure + json_transform (2026-12-04,
+# benchmarks/bulk_parse_alternatives.py). It gives one merged structure, not one a document, so
+# it is taken only where that loses nothing flatten would see; anything else (a value whose type
+# differs between documents, a file that is not one record object, absent and null that flatten
+# would tell apart) makes it give way to the DuckDB passes above, which handle them.
+ARROW_FIRST = True
+
+_ARROW_TYPES = {pa.int64(): "BIGINT", pa.float64(): "DOUBLE", pa.string(): "VARCHAR",
+                pa.bool_(): "BOOLEAN", pa.null(): "NULL"}
+_SQL_ARROW = {"BIGINT": pa.int64(), "DOUBLE": pa.float64(), "VARCHAR": pa.string(),
+              "BOOLEAN": pa.bool_()}
+# Where flatten reads: a timestamp Arrow inferred from text (it has no switch for that) at or
+# above one of these paths gives way to DuckDB; elsewhere (an unread section) it is left alone.
+_READ_PATHS = [*BASE.values(), *TAIL.values(), ("workload",), ("backend", "options"),
+               ("metrics",), ("tool_figures",), ("roofline",)]
+
+
+class _NotArrow(Exception):
+    """What Arrow's one merged structure would not read as flatten does."""
+
+
+def _arrow_rows(chunks: Iterable[Any], seen: list[Any]
+                ) -> tuple[pa.Table, set[str], set[str], list[int]] | None:
+    """read_rows by Arrow's JSON reader, each chunk parsed (off the GIL) while the caller reads
+    the next; None where it gives way (the chunks read so far are in `seen`, the rest still in
+    `chunks`)."""
+    pool = ThreadPoolExecutor(1, thread_name_prefix="llmbench-arrow-json")
+    try:
+        parsed = []
+        for c in chunks:
+            seen.append(c)
+            parsed.append(pool.submit(_arrow_chunk, c.data))
+            if any(f.done() and f.exception() is not None for f in parsed):
+                break  # the rest are read and parsed by DuckDB, overlapping as there
+        try:
+            return _from_arrow([f.result() for f in parsed], seen)
+        except (_NotArrow, pa.ArrowException):
+            return None
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _arrow_chunk(data: list[bytes]) -> tuple[pa.Table, list[int]]:
+    """One chunk's record documents as one typed table, a row a file, by Arrow's JSON reader;
+    which of the chunk's files those are. The others cannot be records (no "run_id" or "kind"
+    in their text: a tool's raw output beside the records) or are not one object (empty,
+    torn, a list, a byte-order mark): the caller parses them in Python, as flatten does."""
+    import pyarrow.json as pj
+
+    sent = [i for i, d in enumerate(data)
+            if d[:1] == b"{" and d.rstrip()[-1:] == b"}" and b'"run_id"' in d and b'"kind"' in d]
+    if not sent:
+        return pa.table({}), []
+    docs = data if len(sent) == len(data) else [data[i] for i in sent]
+    buf = b"\n".join(docs)
+    multiline = buf.count(b"\n") != len(docs) - 1  # records are written with indent=1
+    block = max(1 << 22, 2 * max(map(len, docs)))
+    parse = pj.ParseOptions(newlines_in_values=multiline, unexpected_field_behavior="infer",
+                            explicit_schema=pa.schema([("created_at", pa.string())]))
+    for threads in (True, False):
+        try:
+            t = pj.read_json(pa.BufferReader(buf), parse_options=parse,
+                             read_options=pj.ReadOptions(block_size=block, use_threads=threads))
+            break
+        except pa.ArrowNotImplementedError as e:
+            # Blocks inferred in parallel and merged in another order can fail to convert
+            # (seen: "JSON conversion to list<item: int64> is not supported", now and then,
+            # on the same files): once more on one thread, which reads them in order.
+            if not threads:
+                raise _NotArrow(str(e).splitlines()[0]) from e
+        except (pa.ArrowException, UnicodeDecodeError) as e:  # not JSON, types that differ, ...
+            raise _NotArrow(str(e).splitlines()[0] if str(e) else type(e).__name__) from e
+    if t.num_rows != len(docs):  # (a file of two objects)
+        raise _NotArrow("not one row a file")
+    if t.column("created_at").null_count == t.num_rows:  # (the explicit type is no finding)
+        t = t.set_column(t.schema.get_field_index("created_at"), "created_at", pa.nulls(t.num_rows))
+    return t, sent
+
+
+def _structure(t: pa.DataType, path: tuple[str, ...], stamps: list[tuple[str, ...]]) -> Any:
+    """An Arrow type as json_structure spells a structure; timestamps' paths go to `stamps`."""
+    if pa.types.is_struct(t):
+        return {f.name: _structure(f.type, (*path, f.name), stamps) for f in t}
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return [_structure(t.value_type, path, stamps)]
+    if pa.types.is_timestamp(t):
+        stamps.append(path)
+        return "VARCHAR"
+    if t in _ARROW_TYPES:
+        return _ARROW_TYPES[t]
+    raise _NotArrow(f"{'.'.join(path)}: {t}")
+
+
+def _merged(a: Any, b: Any) -> Any:
+    """Two chunks' structures as one, as Arrow merges documents' types within a chunk."""
+    if a == b or b == "NULL":
+        return a
+    if a == "NULL":
+        return b
+    if isinstance(a, dict) and isinstance(b, dict):
+        out = dict(a)
+        for k, v in b.items():
+            out[k] = _merged(a[k], v) if k in a else v
+        return out
+    if isinstance(a, list) and isinstance(b, list):
+        return [_merged(a[0], b[0])]
+    if isinstance(a, str) and isinstance(b, str) and {a, b} == {"BIGINT", "DOUBLE"}:
+        return "DOUBLE"
+    raise _NotArrow(f"{a} and {b}")
+
+
+def _field(top: dict[Any, Any], path: Sequence[str]) -> Any:
+    """The values at `path` (null where a section on the way is null), None where no document
+    has it; `top` also keeps the sections taken on the way (keyed by their path)."""
+    import pyarrow.compute as pc
+
+    a = top.get(path[0])
+    for i in range(1, len(path)):
+        if a is None or not pa.types.is_struct(a.type) or a.type.get_field_index(path[i]) < 0:
+            return None
+        key = tuple(path[:i + 1])
+        got = top.get(key)
+        if got is None:
+            got = top[key] = pc.struct_field(a, [path[i]])
+        a = got
+    return a
+
+
+def _from_arrow(parsed: list[tuple[pa.Table, list[int]]], chunks: list[Any]
+                ) -> tuple[pa.Table, set[str], set[str], list[int]]:
+    import pyarrow.compute as pc
+
+    parts: list[tuple[pa.Table, list[int]]] = []  # each table, its files' numbers (all chunks)
+    first = 0
+    for (t, sent), c in zip(parsed, chunks):
+        if t.num_rows:
+            parts.append((t, [first + i for i in sent]))
+        first += len(c.paths)
+    if not parts:
+        return pa.table({}), set(), set(), list(range(first))
+    stamps: list[tuple[str, ...]] = []
+    st: Any = {}
+    for t, _ in parts:
+        st = _merged(st, _structure(pa.struct(t.schema), (), stamps))
+    for s in stamps:
+        if any(s[:len(r)] == r or r[:len(s)] == s for r in _READ_PATHS):
+            raise _NotArrow(f"{'.'.join(s)} read as a timestamp")
+    # Every document a record: a null run_id or kind may be one absent (not a record).
+    for t, _ in parts:
+        for k in ("run_id", "kind"):
+            if k not in t.column_names or t.column(k).null_count:
+                raise _NotArrow(f"a document without {k}")
+    cols, records, metrics, workload = _plan({0: st})
+    if any("JSON" in c.types for c in cols):  # a value that is not a scalar: DuckDB's JSON path
+        raise _NotArrow("a column of JSON values")
+    # An engine option named like a workload field: flatten makes it a column (opt_<k>) only in
+    # the rows whose workload lacks it, and a null workload value reads here as one absent: the
+    # rows with the option and no workload value are left to Python (the merged plan makes no
+    # opt_<k>, right for every other row).
+    opts = _obj(_leaf(st, ("backend", "options"))) if _obj(st.get("backend")) is not None else None
+    shared = sorted(set(opts or ()) & set(_obj(st.get("workload")) or ()))
+    tops, rows = [], []
+    for t, idx in parts:
+        top: dict[Any, Any] = {k: t.column(k) for k in t.column_names}  # (chunked: no copy)
+        unsure = None
+        for k in shared:
+            o = _field(top, ("backend", "options", k))
+            if o is None:
+                continue
+            w = _field(top, ("workload", k))
+            m = pc.is_valid(o) if w is None else pc.and_(pc.is_valid(o), pc.is_null(w))
+            unsure = m if unsure is None else pc.or_(unsure, m)
+        if unsure is not None and pc.any(unsure).as_py():
+            sure = pc.invert(unsure)
+            top = {k: a.filter(sure) for k, a in top.items()}
+            idx = [i for i, u in zip(idx, unsure.to_pylist()) if not u]
+        tops.append((top, len(idx)))
+        rows += idx
+    out: dict[str, pa.Array] = {}
+    for c in cols:
+        sql_t = _sql_type(c.types)
+        typ = _SQL_ARROW[sql_t] if sql_t is not None else pa.null()
+        pieces: list[pa.Array] = []
+        for top, n in tops:
+            a = _field(top, c.path)
+            if a is None or pa.types.is_null(a.type):
+                a = pa.nulls(n, typ)
+            elif a.type != typ:
+                a = a.cast(typ)  # int64 -> double: a column of ints and floats
+            pieces += a.chunks if isinstance(a, pa.ChunkedArray) else [a]
+        out[c.name] = pa.chunked_array(pieces, typ).combine_chunks()
+    left = sorted(set(range(first)) - set(rows))
+    for name, attr, typ in (("path", "paths", pa.string()), ("_mtime_ns", "mtimes", pa.int64()),
+                            ("_size", "sizes", pa.int64())):
+        vals = [v for c in chunks for v in getattr(c, attr)]
+        out[name] = pa.array(vals if not left else [vals[i] for i in rows], typ)
+    if "roofline_version" in out:
+        out["roofline_version"] = _versions(out)
+    return pa.table(out), metrics, workload, left
