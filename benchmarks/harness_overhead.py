@@ -10,7 +10,10 @@ Both sides run greedy decoding of the same prompt (batch 1) on the same loaded m
             the energy meter, contention watch and GPU counters, generation, timelines and
             metrics, the engine's facts and the roofline (taken while NVML's closing energy
             read is out, as run_group does) and writing the record to disk (base_record,
-            run_point, _bookkeep, Store.write), with each part's time printed;
+            run_point, _bookkeep, Store.write), with each part's time printed. As in
+            run_group, the record's fsyncs run on the store's sync thread once it is in
+            place; the next write waits for them first (Store.flush), and that wait, if
+            any, is in its point's time;
 - llmbench, batch_latency_s: the timed window inside that point (what the record reports);
 - with --observers, the same window with observers changed, to price each: without the
   contention watch and GPU counters (`no watch`), without any observer (`no observers`: no
@@ -269,6 +272,7 @@ def main() -> None:
     from llmbench.kinds.inference.kind import _bookkeep, base_record, run_point
     from llmbench.kinds.inference.offline import run_offline
     from llmbench.measure.contention import CPU_SHARE_LIMIT, busy_cpu_s
+    from llmbench.measure.observers import RECORD_SYNC
     from llmbench.measure.power import EnergyMeter, open_meter
     from llmbench.store import Store
 
@@ -294,7 +298,8 @@ def main() -> None:
         # on_repeat: as the CLI's progress bar is told
         run_point(be, point, rec, on_repeat=lambda: None, before_energy=bookkeep)
         t2 = time.perf_counter()
-        store.write(rec)
+        rec.observers.setdefault("record_sync", RECORD_SYNC)
+        store.write(rec, sync_later=True)  # as run_group writes
         t3 = time.perf_counter()
         lat = rec.metrics["batch_latency_s"].mean
         for k, dt in zip(parts, (t1 - t0, t2 - t1 - lat - book[0], book[0], t3 - t2)):
@@ -440,13 +445,26 @@ class Sections:
 def breakdown_points(whole_point: Callable[[], tuple[float, float]], backend, n: int) -> str:
     """Where a point's bookkeeping goes on the caller's thread: n more whole points with the
     steps of a point timed (Sections), each step's mean ms a point, and what no step holds."""
+    from llmbench import definitions, roofline
     from llmbench.kinds.inference import kind, offline
-    from llmbench.measure import contention, gpm, power
-    from llmbench.store import Store
+    from llmbench.measure import contention, env, gpm, power
+    from llmbench.store import Store, store
+    from llmbench.store.record import Record
 
     sec = Sections()
     for owner, attr, name in (
-            (Store, "write", "store write"),
+            (Store, "write", "store write: its own lines"),
+            (Record, "model_dump_json", "store write: the record as JSON"),
+            (store, "redact_json", "store write: secrets redacted"),
+            (definitions, "stamp", "store write: definitions stamped"),
+            (store, "sync_written", "store: a record's fsyncs (file, directory)"),
+            (Store, "flush", "store: waiting for the previous record's fsyncs"),
+            (store, "atomic_write_text", "store write: temp file, rename"),
+            (env, "capture", "base_record: env.capture"), (env, "hardware", "base_record: env.hardware"),
+            (roofline, "annotate", "facts: roofline"),
+            (type(backend), "effective_options", "facts: backend.effective_options"),
+            (type(backend), "model_facts", "facts: backend.model_facts"),
+            (type(backend), "workload_facts", "facts: backend.workload_facts"),
             (kind.ContentionWatch, "for_device", "contention set-up"),
             (kind.CounterWatch, "for_device", "counters set-up"), (kind, "open_meter", "meter set-up"),
             (type(backend), "prepare", "backend.prepare"), (offline, "make_prompts", None),
@@ -455,6 +473,7 @@ def breakdown_points(whole_point: Callable[[], tuple[float, float]], backend, n:
             (contention.ContentionWatch, "_ours", "contention: our process tree"),
             (contention, "pids_cpu_s", "contention: our CPU times"),
             (contention, "busy_cpu_s", "contention: machine CPU times"),
+            (contention, "proc_stat", "contention: /proc/stat read (task count, machine CPU)"),
             (contention.ContentionWatch, "_gpu_scan", "contention: GPU scan (hand-over)"),
             (contention, "gpu_processes", "contention: NVML's GPU process list"),
             (power.NvmlMeter, "_read_j", "energy: NVML counter read"),
@@ -492,7 +511,7 @@ def breakdown_text(totals: dict[str, float], n: int, wholes: float, windows: flo
     lines.append(f"  {book * 1e3 - sum(totals.values()) / n * 1e3:8.3f}  in no step named here "
                  "(base_record and the facts and roofline, timed above; run_offline's and run_point's own lines)")
     if aside:
-        lines.append("on other threads (the aside thread's NVML calls, inclusive, ms a point):")
+        lines.append("on other threads (the aside thread's NVML calls, the store's sync thread; inclusive, ms a point):")
         lines += [f"  {t / n * 1e3:8.3f}  {name}" for name, t in sorted(aside.items(), key=lambda kv: -kv[1])]
     return "\n".join(lines)
 
