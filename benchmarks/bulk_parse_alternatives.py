@@ -47,7 +47,12 @@ def main() -> None:
     args = ap.parse_args()
     for v in args.variants:
         if v not in VARIANTS:
-            sys.exit(f"unknown variant {v!r}: one of {', '.join(VARIANTS)}")
+            ap.error(f"unknown variant {v!r}: one of {', '.join(VARIANTS)}")
+    if args.reps < 1:
+        ap.error("--reps must be at least 1")
+    if not args.dir.is_dir() or not next(args.dir.glob("*/*.json"), None):
+        ap.error(f"--dir {args.dir} holds no run directories of records (make one with "
+                 "benchmarks/dashboard_scale.py --no-sidecars)")
 
     import duckdb
     import pyarrow as pa
