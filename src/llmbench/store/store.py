@@ -4,8 +4,9 @@ Layout: <root>/<run_id>/<kind>-<point_key>-<suffix>.json. Names are unique per w
 several processes (or hosts on a shared file system) can write into one root without locks;
 a write is a temp file renamed into place, so a kill at any moment leaves either the whole
 record or nothing, and fsyncs of the file and its directory make it durable (a sweep's writer
-lets them run on a thread of their own: Store.write's sync_later). When a run ends, its writer leaves `<root>/<run_id>/.llmbench-rows.arrow`,
-the run's index rows (`index.write_sidecar`): a cold index build reads them, not every record.
+lets them run on a thread of their own: Store.write's sync_later). When a run ends, its writer
+leaves `<root>/<run_id>/.llmbench-rows.arrow`, the run's index rows (`index.write_sidecar`): a
+cold index build reads them, not every record.
 """
 
 from __future__ import annotations
