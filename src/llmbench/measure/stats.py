@@ -13,15 +13,12 @@ from llmbench.store.record import MetricStats
 MAX_SAMPLES_KEPT = 10_000
 
 
-def mean_ci(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
-    """Student-t interval of the mean (scipy.stats.t, n - 1 degrees of freedom). Needs n >= 2.
-    Benchmarks often have 2-5 repeats, where a percentile bootstrap of the mean covers far
-    less than it claims (at n = 2 it is [min, max]: about 50%, not 95%); the t-interval is
-    exact for normal samples at any n and, by the central limit theorem, right at large n."""
-    return _t_interval(float(values.mean()), float(values.std(ddof=1)), len(values), level)
-
-
-def _t_interval(mean: float, sd: float, n: int, level: float = 0.95) -> tuple[float, float]:
+def mean_ci(mean: float, sd: float, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Student-t interval of the mean (scipy.stats.t, n - 1 degrees of freedom) from the sample
+    mean and standard deviation (ddof=1). Needs n >= 2. Benchmarks often have 2-5 repeats,
+    where a percentile bootstrap of the mean covers far less than it claims (at n = 2 it is
+    [min, max]: about 50%, not 95%); the t-interval is exact for normal samples at any n and,
+    by the central limit theorem, right at large n."""
     half = t_critical(n - 1, level) * sd / math.sqrt(n)
     return mean - half, mean + half
 
@@ -49,7 +46,7 @@ def summarize(values: Sequence[float], unit: str, keep_samples: bool = True) -> 
     std, lo, hi = 0.0, None, None
     if n >= 2:
         std = float(arr.std(ddof=1))
-        lo, hi = _t_interval(mean, std, n)
+        lo, hi = mean_ci(mean, std, n)
     return MetricStats(
         unit=unit, n=n, mean=mean, median=p50, p50=p50, p90=p90, p95=p95, p99=p99,
         min=float(ordered[0]), max=float(ordered[-1]), std=std, ci95_low=lo, ci95_high=hi,
