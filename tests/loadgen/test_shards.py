@@ -100,6 +100,25 @@ def test_open_loop_shards_follow_the_schedule_on_the_drivers_clock(cluster):
     assert all(o.ok for o in outs)
 
 
+def test_the_clock_offset_is_the_probe_with_the_shortest_round_trip():
+    from llmbench.loadgen.shards import measure_offset
+
+    # a shard whose clock runs 5 s ahead of ours and reads it halfway through each round trip;
+    # the round trips shrink, so the last probe is the best one
+    trips = iter([0.040, 0.020, 0.004])
+
+    def read_clock():
+        half = next(trips) / 2
+        time.sleep(half)
+        t = time.perf_counter() + 5.0
+        time.sleep(half)
+        return t
+
+    o = measure_offset(read_clock, probes=3)
+    assert 0.002 <= o.uncertainty_s < 0.010          # the 4 ms trip, not the 40 ms one
+    assert o.offset_s == pytest.approx(5.0, abs=o.uncertainty_s)
+
+
 def test_a_dead_shard_fails_the_point_with_its_host(cluster):
     from llmbench.loadgen.shards import SHARD_NAME
 

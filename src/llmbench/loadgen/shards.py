@@ -22,6 +22,7 @@ import os
 import secrets
 import socket
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from llmbench.loadgen.http import Endpoint
@@ -88,11 +89,13 @@ class Offset:
     uncertainty_s: float    # half the best round trip
 
 
-def measure_offset(actor, ray, probes: int = OFFSET_PROBES) -> Offset:
+def measure_offset(read_clock: Callable[[], float], probes: int = OFFSET_PROBES) -> Offset:
+    """The shard's clock minus ours, from the probe with the shortest round trip
+    (`read_clock` asks the shard for its perf_counter)."""
     best: Offset | None = None
     for _ in range(probes):
         t1 = time.perf_counter()
-        ts = ray.get(actor.clock.remote())
+        ts = read_clock()
         t3 = time.perf_counter()
         o = Offset(ts - (t1 + t3) / 2, (t3 - t1) / 2)
         if best is None or o.uncertainty_s < best.uncertainty_s:
@@ -145,6 +148,11 @@ def run_shards(ep: Endpoint, requests: list[bytes], schedule: Schedule, shards: 
                                f"{str(where[k]['node_id'])[:12]}) failed {stage}: "
                                f"{str(e).splitlines()[0]}") from None
 
+    def offsets() -> list[Offset]:
+        # a shard that dies while its clock is read fails the point by name, as in its load
+        return [measure_offset(lambda k=k, a=a: get(k, a.clock.remote(), "to read its clock"))
+                for k, a in enumerate(actors)]
+
     try:
         where = [get(k, a.where.remote(), "to start", READY_TIMEOUT_S) for k, a in enumerate(actors)]
         runs = [a.run.remote(ep, [requests[i % len(requests)] for i in sh.indices], sh.schedule,
@@ -153,12 +161,12 @@ def run_shards(ep: Endpoint, requests: list[bytes], schedule: Schedule, shards: 
             if not get(k, a.wait_ready.remote(READY_TIMEOUT_S), "to open its connections"):
                 raise RuntimeError(f"client shard {k} on {where[k]['host']} did not open its "
                                    f"connections within {READY_TIMEOUT_S:.0f} s")
-        before = [measure_offset(a, ray) for a in actors]
+        before = offsets()
         t0 = time.perf_counter() + START_MARGIN_S
         for k, (a, o) in enumerate(zip(actors, before)):
             get(k, a.go.remote(t0 + o.offset_s), "to start its load")
         results = [get(k, ref, "during its load") for k, ref in enumerate(runs)]
-        after = [measure_offset(a, ray) for a in actors]
+        after = offsets()
     finally:
         for a in actors:
             ray.kill(a)
