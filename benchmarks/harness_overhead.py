@@ -407,6 +407,7 @@ class Sections:
         self.clock = clock
         self.totals: dict[str, float] = {}
         self.aside: dict[str, float] = {}
+        self.calls: dict[str, int] = {}  # the caller's thread's calls of each name
         self._stack: list[list] = []  # [name, start, time in named callees]
         self._undo: list[tuple[object, str, object]] = []
 
@@ -423,6 +424,7 @@ class Sections:
                     return real(*args, **kwargs)
                 finally:
                     sections.aside[name] = sections.aside.get(name, 0.0) + sections.clock() - t0
+            sections.calls[name] = sections.calls.get(name, 0) + 1
             sections._stack.append([name, sections.clock(), 0.0])
             try:
                 return real(*args, **kwargs)
@@ -471,6 +473,9 @@ def breakdown_points(whole_point: Callable[[], tuple[float, float]], backend, n:
             (type(backend), "engine_timings", "backend.engine_timings"),
             (type(backend), "memory_peak_gib", "backend.memory_peak_gib"),
             (contention.ContentionWatch, "_ours", "contention: our process tree"),
+            (contention, "_procs", "contention: our tree: /proc listed"),
+            (contention, "ppid_descendants", "contention: our tree: parents read (stat files)"),
+            (contention, "proc_descendants", "contention: our tree: children files read (full walk)"),
             (contention, "pids_cpu_s", "contention: our CPU times"),
             (contention, "busy_cpu_s", "contention: machine CPU times"),
             (contention, "proc_stat", "contention: /proc/stat read (task count, machine CPU)"),
@@ -497,17 +502,34 @@ def breakdown_points(whole_point: Callable[[], tuple[float, float]], backend, n:
             wholes, windows = wholes + whole, windows + lat
     finally:
         sec.restore()
-    return breakdown_text(sec.totals, n, wholes, windows, sec.aside)
+    return (breakdown_text(sec.totals, n, wholes, windows, sec.aside, sec.calls) + "\n"
+            + tree_text(contention))
+
+
+def tree_text(contention) -> str:
+    """What the contention watch counts as ours now (each process is one stat read an edge)."""
+    ours = sorted(contention.own_pids())
+    names: dict[str, int] = {}
+    for pid in ours:
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                comm = f.read().strip()
+        except OSError:
+            comm = "?"
+        names[comm] = names.get(comm, 0) + 1
+    return (f"our process tree now: {len(ours)} process(es): "
+            + ", ".join(f"{k} x{v}" for k, v in sorted(names.items(), key=lambda kv: -kv[1])))
 
 
 def breakdown_text(totals: dict[str, float], n: int, wholes: float, windows: float,
-                   aside: dict[str, float] | None = None) -> str:
+                   aside: dict[str, float] | None = None, calls: dict[str, int] | None = None) -> str:
     book = (wholes - windows) / n
     lines = [f"breakdown of {n} whole points on the caller's thread: {wholes / n * 1e3:.2f} ms a "
              f"point, of it the timed window {windows / n * 1e3:.2f} ms, bookkeeping "
              f"{book * 1e3:.2f} ms; each step's own time (ms a point):"]
     for name, t in sorted(totals.items(), key=lambda kv: -kv[1]):
-        lines.append(f"  {t / n * 1e3:8.3f}  {name}")
+        often = f" ({calls[name] / n:.3g} calls a point)" if calls and name in calls else ""
+        lines.append(f"  {t / n * 1e3:8.3f}  {name}{often}")
     lines.append(f"  {book * 1e3 - sum(totals.values()) / n * 1e3:8.3f}  in no step named here "
                  "(base_record and the facts and roofline, timed above; run_offline's and run_point's own lines)")
     if aside:

@@ -2,6 +2,7 @@
 where it has the same statistic)."""
 
 import math
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -146,8 +147,21 @@ def test_sections_give_each_step_its_own_time_on_the_callers_thread_only():
     th.join()
     assert sec.totals == {"outer": 1.0, "inner": 2.0} and now[0] == 5.0
     assert sec.aside == {"inner": 2.0}
+    assert sec.calls == {"outer": 1, "inner": 1}  # the caller's thread's calls only
     sec.restore()
     assert mod.inner is inner and mod.outer is outer
+
+
+def test_tree_text_counts_our_processes_by_name():
+    from llmbench.measure import contention
+
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        out = harness_overhead.tree_text(contention)
+    finally:
+        child.kill()
+        child.wait()
+    assert out.startswith("our process tree now: 2 process(es): ") and "sleep x1" in out
 
 
 def test_sections_restore_a_class_method_as_it_was():
@@ -169,5 +183,8 @@ def test_breakdown_text_names_the_rest_that_no_step_holds():
     assert "bookkeeping 10.00 ms" in out
     assert "   3.000  a" in out and "   1.000  b" in out and "   6.000  in no step" in out
     assert "other threads" not in out
+    # 5 calls of a over the 2 points: 2.5 a point
+    assert "   3.000  a (2.5 calls a point)" in harness_overhead.breakdown_text(
+        {"a": 0.006}, 2, 0.1, 0.08, calls={"a": 5})
     # the aside thread's 0.010 s of NVML reads over the 2 points: 5.000 ms a point
     assert "   5.000  read" in harness_overhead.breakdown_text({}, 2, 0.1, 0.08, {"read": 0.010})
