@@ -144,6 +144,6 @@ def test_interrupts_end_with_130_and_one_line(monkeypatch, capsys, exc):
             return 130  # what typer returns for a Ctrl-C it caught itself
         raise exc()
 
-    monkeypatch.setattr(cli, "app", fake_app)
+    monkeypatch.setattr(cli, "build_app", lambda commands=None: fake_app)
     code, text = _call([], capsys)
     assert code == 130 and text.strip() == "llmbench: interrupted"
