@@ -383,3 +383,42 @@ def test_arrow_gives_way_where_its_merged_structure_is_not_flattens(tmp_path, mo
     want, want_metrics, want_workload = _expected(paths)
     _check(got, want, paths)
     assert m == want_metrics and w == want_workload
+
+
+def test_a_chunk_is_parsed_on_one_core_while_files_are_still_read(tmp_path, monkeypatch):
+    """The reading thread keeps a core: chunks parsed before every file is read use one
+    thread (use_threads=False), the ones after all of them; the rows are the same."""
+    import pyarrow.json as pj
+
+    monkeypatch.setattr(index, "CHUNK_FILES", 4)
+    paths = _regular_store(tmp_path, compact=True)
+    want, _, _ = _expected(paths)
+    seen, real = [], pj.read_json
+
+    def read_json(*a, read_options=None, **kw):
+        seen.append(read_options.use_threads)
+        return real(*a, read_options=read_options, **kw)
+
+    monkeypatch.setattr(pj, "read_json", read_json)
+    chunks = [index._Files(paths[i:i + 4]) for i in range(0, len(paths), 4)]
+    assert len(chunks) >= 3
+
+    def reading():  # each chunk handed over once the one before it is parsed
+        for k, c in enumerate(chunks):
+            while len(seen) < k:
+                time.sleep(0.001)
+            yield c
+
+    table, _, _, left = bulk.read_rows(reading(), index._array)
+    assert left == [] and seen[:len(chunks) - 1] == [False] * (len(chunks) - 1)
+    _check(table, want, None)
+    # parsed on its own, a chunk uses every core; with an event, once it is set
+    ev = threading.Event()
+    for given, threads in ((None, True), (ev, False)):
+        seen.clear()
+        bulk._arrow_chunk(chunks[0].data, given)
+        assert seen == [threads]
+    ev.set()
+    seen.clear()
+    bulk._arrow_chunk(chunks[0].data, ev)
+    assert seen == [True]
