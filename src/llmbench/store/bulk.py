@@ -428,10 +428,11 @@ def _arrow_rows(chunks: Iterable[Any], seen: list[Any]
 
 def _arrow_chunk(data: list[bytes], all_read: threading.Event | None = None
                  ) -> tuple[pa.Table, list[int]]:
-    """One chunk's record documents as one typed table, a row a file, by Arrow's JSON reader;
-    which of the chunk's files those are; on every core once `all_read` is set (or is None). The others cannot be records (no "run_id" or "kind"
-    in their text: a tool's raw output beside the records) or are not one object (empty,
-    torn, a list, a byte-order mark): the caller parses them in Python, as flatten does."""
+    """One chunk's record documents as one typed table, a row a file, by Arrow's JSON reader
+    (on every core once `all_read` is set, or where there is none); which of the chunk's files
+    those are. The others cannot be records (no "run_id" or "kind" in their text: a tool's raw
+    output beside the records) or are not one object (empty, torn, a list, a byte-order mark):
+    the caller parses them in Python, as flatten does."""
     import pyarrow.json as pj
 
     sent = [i for i, d in enumerate(data)
