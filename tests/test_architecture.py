@@ -1,6 +1,6 @@
 """The house rules of src/llmbench that imports show: no import cycle (lazy imports inside
-functions included), the pipeline (launch/) imports no kind, and every PointKind lives under
-kinds/."""
+functions included), the pipeline (launch/) and the backends import no kind, and every
+PointKind lives under kinds/."""
 
 import ast
 from pathlib import Path
@@ -106,3 +106,10 @@ def test_every_point_kind_lives_under_kinds():
                 homes[node.name] = path.relative_to(SRC / "llmbench").parts
     assert set(homes) == {"InferenceKind", "ServingKind", "TrainingKind"}
     assert all(parts[0] == "kinds" for parts in homes.values()), homes
+
+
+def test_backends_import_no_kind():
+    backends = {m: deps for m, deps in import_graph().items() if m.startswith("llmbench.backends")}
+    assert backends, "no backend modules found"
+    assert {m: sorted(d for d in deps if d.startswith("llmbench.kinds"))
+            for m, deps in backends.items() if any(d.startswith("llmbench.kinds") for d in deps)} == {}

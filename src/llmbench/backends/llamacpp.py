@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from llmbench.backends.base import Backend
 from llmbench.errors import EngineError
 from llmbench.measure.timeline import RequestTimeline
-from llmbench.kinds.inference.spec import Point
+from llmbench.backends.call import EngineCall
 
 _KV_TYPES = {"f16": 1, "fp16": 1, "q4_0": 2, "q8_0": 8, "f32": 0, "fp32": 0, "bf16": 30}
 
@@ -56,14 +56,14 @@ class LlamaCppBackend(Backend):
     scores_text = True
 
     @classmethod
-    def check(cls, point: Point, model) -> list[tuple[str, str]]:
-        problems = super().check(point, model)
+    def check(cls, call: EngineCall, model) -> list[tuple[str, str]]:
+        problems = super().check(call, model)
         if model.source not in ("bundled", "gguf", "synthetic"):
             problems.append(("model", f"llama.cpp needs a GGUF model; {model.name!r} is {model.source}"))
-        kv = point.options.kv_cache_dtype
+        kv = call.options.kv_cache_dtype
         if kv is not None and kv not in _KV_TYPES and kv != "auto":
             problems.append(("options.kv_cache_dtype", f"{kv!r} is not one of {sorted(_KV_TYPES)}"))
-        if (point.backend_options or {}).get("gguf_type") and model.source != "synthetic":
+        if (call.backend_options or {}).get("gguf_type") and model.source != "synthetic":
             problems.append(("backend_options.llamacpp.gguf_type",
                              f"only a synthetic (random-weight) model's GGUF is written in a chosen type; "
                              f"{model.name!r} is {model.source} and has its own"))
@@ -73,11 +73,11 @@ class LlamaCppBackend(Backend):
             why = gguf_unsupported(model.arch)
             if why:
                 problems.append(("model", why))
-        if point.dtype not in ("auto",):
+        if call.dtype not in ("auto",):
             problems.append(("dtype", "llama.cpp runs the GGUF's own weight types; use dtype auto"))
         limit = model.arch.max_position if model.arch else None
-        if limit and point.workload == "offline" and point.input_len + point.output_len > limit:
-            problems.append(("input_len+output_len", f"{point.input_len + point.output_len} exceeds "
+        if limit and call.workload == "offline" and call.input_len + call.output_len > limit:
+            problems.append(("input_len+output_len", f"{call.input_len + call.output_len} exceeds "
                                                      f"the model's context of {limit} tokens"))
         return problems
 
@@ -89,10 +89,10 @@ class LlamaCppBackend(Backend):
 
         self._ll = llama_cpp
         o = self.options
-        gpu = self.point.device.startswith("cuda")
+        gpu = self.call.device.startswith("cuda")
         self.n_threads = o.n_threads or os.cpu_count() or 1
         self.n_gpu_layers = o.n_gpu_layers if o.n_gpu_layers is not None else (-1 if gpu else 0)
-        self.path = model_path(self.point.model, "gguf",
+        self.path = model_path(self.call.model, "gguf",
                                gguf_type=o.gguf_type if self.model.synthetic_weights else None)
         with _llama_log(llama_cpp) as log:
             self.llm = llama_cpp.Llama(str(self.path), n_ctx=512, n_threads=self.n_threads,
@@ -184,9 +184,9 @@ class LlamaCppBackend(Backend):
         self._ctx_shape = (n_ctx, n_seq)
         self._batch_cap = p.n_batch
 
-    def prepare(self, point: Point) -> None:
-        if point.workload == "offline":
-            self._context(point.batch_size, point.batch_size * (point.input_len + point.output_len) + 16)
+    def prepare(self, call: EngineCall) -> None:
+        if call.workload == "offline":
+            self._context(call.batch_size, call.batch_size * (call.input_len + call.output_len) + 16)
 
     # -- generation -------------------------------------------------------------------------
     def _decode(self, batch, tokens, positions, seqs, want_logits) -> None:
@@ -264,7 +264,7 @@ class LlamaCppBackend(Backend):
 
     # -- perplexity -------------------------------------------------------------------------
     def loglikelihood(self, tokens: list[int], context_len: int, stride: int) -> tuple[float, int]:
-        from llmbench.kinds.inference.perplexity import windows
+        from llmbench.backends.windows import windows
 
         ll = self._ll
         self._context(1, context_len + 16)

@@ -1,9 +1,5 @@
-"""Perplexity of a text, with a sliding window (the scheme transformers documents).
-
-The text is tokenized without BOS. The first window is the first `context_len` tokens and
-scores every target in it; each later window ends `stride` tokens further and scores only
-those `stride` new targets, each conditioned on at least context_len - stride preceding
-tokens. So every token after the first is scored exactly once (the first has no predictor).
+"""Perplexity of a text, scored by the backend with the sliding windows of
+backends/windows.py (every token after the first scored exactly once):
 perplexity = exp(sum NLL / scored tokens), natural log.
 """
 
@@ -11,7 +7,6 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from llmbench.backends.base import Backend
@@ -20,18 +15,6 @@ from llmbench.measure.power import EnergyMeter
 from llmbench.measure.stats import summarize
 from llmbench.kinds.inference.spec import Point
 from llmbench.kinds.inference.prompts import bundled_text
-
-
-def windows(n_tokens: int, context_len: int, stride: int) -> Iterator[tuple[int, int, int]]:
-    """(begin, end, score_from): run tokens[begin:end], score targets at positions >= score_from."""
-    if stride >= context_len:
-        raise SpecError([("perplexity.stride", f"{stride} must be below context_len {context_len}: "
-                          "each window needs at least one token of context before its targets")])
-    end = min(context_len, n_tokens)
-    yield 0, end, 1
-    while end < n_tokens:
-        prev_end, end = end, min(end + stride, n_tokens)
-        yield max(0, end - context_len), end, prev_end
 
 
 def run_perplexity(backend: Backend, point: Point, meter: EnergyMeter):
