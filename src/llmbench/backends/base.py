@@ -1,4 +1,4 @@
-"""The one small interface every engine sits behind.
+"""The one small interface every engine llmbench runs in process sits behind.
 
 A backend loads a model once (`load`), then runs offline batches (`generate`) and, where it
 can, scores text (`loglikelihood`). It reports its engine version and the options it actually
@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from llmbench.backends.call import EngineCall
+from llmbench.backends.engine import Engine
 from llmbench.backends.options import EngineOptions
 from llmbench.errors import SpecError
 from llmbench.measure.timeline import RequestTimeline
@@ -26,11 +27,9 @@ class NoOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Backend(ABC):
-    name: ClassVar[str]
-    #: Python package that must be importable, and the extra that installs it.
-    package: ClassVar[str]
-    extra: ClassVar[str]
+class Backend(Engine, ABC):
+    """An engine llmbench runs in process (its package, server, metrics ...: Engine)."""
+
     #: The backend's own options (validated before anything runs).
     Options: ClassVar[type[BaseModel]] = NoOptions
     #: Which EngineOptions fields this backend honours; others must stay at their defaults.

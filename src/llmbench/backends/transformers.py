@@ -75,6 +75,7 @@ def _limit(model) -> int | None:
 class TransformersBackend(Backend):
     name = "transformers"
     package = "transformers"
+    distribution = "transformers"
     extra = "transformers"
     Options = TransformersOptions
     supports = frozenset({"compile", "attn_impl", "kv_cache"})

