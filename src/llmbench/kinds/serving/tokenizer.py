@@ -1,5 +1,6 @@
 """The tokenizer a benchmark counts tokens with: by catalog model name, HF directory,
-tokenizer.json or .gguf file (transformers/tokenizers imported only when one is loaded)."""
+tokenizer.json or a model file that carries one (models/packed_tokenizer.py);
+transformers/tokenizers imported only when one is loaded."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.errors import SpecError
+from llmbench.models.packed_tokenizer import TOKENIZER_SOURCES, bundled_tokenizer, packed_tokenizer
 
 
 class Tokenizer:
@@ -34,8 +36,8 @@ class Tokenizer:
 
 
 def load_tokenizer(name: str) -> Tokenizer:
-    """A tokenizer by catalog model name, HF directory, tokenizer.json or .gguf file. The
-    bundled model's is extracted from its GGUF once and cached as tokenizer.json."""
+    """A tokenizer by catalog model name, HF directory, tokenizer.json or model file. The
+    bundled model's is extracted from its model file once and cached as tokenizer.json."""
     from llmbench.cache import cache_dir
 
     p = Path(name).expanduser()
@@ -47,9 +49,9 @@ def load_tokenizer(name: str) -> Tokenizer:
         from transformers import AutoTokenizer
 
         return Tokenizer(AutoTokenizer.from_pretrained(p), str(p))
-    if p.suffix == ".gguf" and p.is_file():
-        return Tokenizer(_from_gguf(p), str(p))
-    from llmbench.models.sources import model_path, resolve
+    if (packed := packed_tokenizer(p)) is not None:
+        return Tokenizer(packed, str(p))
+    from llmbench.models.sources import resolve
 
     ref = resolve(name)   # raises the catalog's "unknown model" error
     cached = cache_dir() / "tokenizers" / ref.name
@@ -60,8 +62,8 @@ def load_tokenizer(name: str) -> Tokenizer:
         return _fast(hf / "tokenizer.json")
     if ref.source != "bundled":
         raise SpecError([("--tokenizer", f"no tokenizer for {name!r} ({ref.source}); give "
-                          "--tokenizer PATH (an HF directory, tokenizer.json or .gguf)")])
-    tok = _from_gguf(model_path(name, "gguf"))
+                          f"--tokenizer PATH ({TOKENIZER_SOURCES})")])
+    tok = bundled_tokenizer(name)
     cached.mkdir(parents=True, exist_ok=True)
     tok.save_pretrained(cached)
     return _fast(cached / "tokenizer.json")
@@ -71,9 +73,3 @@ def _fast(path: Path) -> Tokenizer:
     from tokenizers import Tokenizer as TK
 
     return Tokenizer(TK.from_file(str(path)), str(path))
-
-
-def _from_gguf(path: Path):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
