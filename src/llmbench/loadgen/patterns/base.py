@@ -18,15 +18,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from llmbench.errors import SpecError
 from llmbench.loadgen.schedule import Schedule
-
-if TYPE_CHECKING:
-    from llmbench.kinds.serving.config import ServeConfig
 
 
 class NoOptions(BaseModel):
@@ -51,8 +48,8 @@ class LoadPattern:
     stationary: ClassVar[bool] = False     # arrivals at a constant mean rate (a steady verdict)
     replays: ClassVar[bool] = False        # brings recorded requests with their lengths (replay)
 
-    def __init__(self, cfg: ServeConfig):
-        self.cfg = cfg
+    def __init__(self, cfg):
+        self.cfg = cfg      # the serving config (kinds/serving/config.py; not imported: it imports us)
         try:
             self.options = self.Options(**cfg.pattern_options)
         except ValidationError as e:
@@ -61,7 +58,7 @@ class LoadPattern:
                 for err in e.errors()))]) from None
 
     @classmethod
-    def implied_by(cls, cfg: ServeConfig) -> bool:
+    def implied_by(cls, cfg) -> bool:
         """Chosen without --pattern when the flags say so (built-in patterns only)."""
         return False
 
@@ -98,7 +95,7 @@ class LoadPattern:
         """A level at `rate` (a capacity search); only patterns that have a rate."""
         raise SpecError([("--find-max-rate", f"the {self.name} pattern has no request rate to search")])
 
-    def recorded_config(self) -> ServeConfig:
+    def recorded_config(self):
         """The config as the records name it (e.g. a trace's format, once detected)."""
         return self.cfg
 
