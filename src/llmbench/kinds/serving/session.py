@@ -180,6 +180,10 @@ class ServingSession:
             steady = rec.serving["steady"]
             # a point run in full is judged on its steady window; a stopped one by its stop
             meets = watch.verdict() if watch.stop_reason else steady["meets"]
+            if meets is None and watch.judged:   # a window too short to judge (a tiny -n)
+                whole = rec.serving["slo_met_fraction"]
+                meets = whole is not None and whole >= cfg.slo_fraction
+                rec.notes.append(f"steady window: {steady.get('reason')}; judged on the whole point")
             search.add(rate, meets, steady.get("fraction"), watch.stop_reason, side=watch.side,
                        wilson=steady.get("wilson"), settled=steady["settled"],
                        growing=steady.get("growing"))
