@@ -100,3 +100,5 @@ def test_a_typed_name_or_a_bad_option_is_a_usage_error(uniform, capsys):
     code, text = serve(["http://127.0.0.1:9", "--pattern", "poisson", "--rate", "2", "--burstiness", "0.5",
                         "--list-points"], capsys)
     assert code == 2 and "--pattern gamma" in text
+    code, text = serve(["http://127.0.0.1:9", "--pattern", "poisson", "--list-points"], capsys)
+    assert code == 2 and "give --rate" in text

@@ -4,6 +4,7 @@ mean gap 1/R either way); `--rate inf` sends every request at once."""
 
 from __future__ import annotations
 
+from llmbench.errors import SpecError
 from llmbench.loadgen.patterns.base import LoadPattern
 from llmbench.loadgen.schedule import Schedule
 
@@ -15,6 +16,10 @@ class Gamma(LoadPattern):
     @classmethod
     def implied_by(cls, cfg) -> bool:
         return bool(cfg.rate or cfg.find_max_rate) and cfg.burstiness != 1
+
+    def check(self) -> None:
+        if not (self.cfg.rate or self.cfg.find_max_rate):
+            raise SpecError([("--rate", f"the {self.name} pattern sends at a rate: give --rate R[,R..]")])
 
     def schedules(self) -> list[Schedule]:
         cfg = self.cfg

@@ -14,5 +14,6 @@ class Poisson(Gamma):
         return bool(cfg.rate or cfg.find_max_rate) and cfg.burstiness == 1
 
     def check(self) -> None:
+        super().check()
         if self.cfg.burstiness != 1:
             raise SpecError([("--burstiness", "Poisson arrivals have burstiness 1: use --pattern gamma")])
