@@ -116,12 +116,19 @@ def _kind_blocks(d: data_mod.Data, source: str, drawn: set[str]) -> list[_Block]
     return out
 
 
+# Columns of words, allowed to wrap: a table must fit its card (every other cell keeps one line).
+WRAP_COLUMNS = {tables.SETTINGS, "configuration", "hardware · engine", "model", "flags", "check",
+                "point", "what differs"}
+
+
 def _table_html(rows: list[dict[str, str]], cls: str = "") -> str:
     if not rows:
         return ""
+    wrap = [c in WRAP_COLUMNS for c in rows[0]]
     head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
     body = "".join("<tr class='{}'>".format("pareto" if r.get("Pareto") else "") +
-                   "".join(f"<td>{html.escape(v)}</td>" for v in r.values()) + "</tr>" for r in rows)
+                   "".join(f"<td class='wrap'>{html.escape(v)}</td>" if w else f"<td>{html.escape(v)}</td>"
+                           for v, w in zip(r.values(), wrap)) + "</tr>" for r in rows)
     return f"<div class='tablewrap'><table class='{cls}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 
 
@@ -198,7 +205,7 @@ padding:16px 18px 10px;margin:14px 0} section.block h3{margin:2px 0 2px;font-siz
 .sub{color:#667;font-size:12.5px;margin:0 0 6px} .tablewrap{overflow-x:auto;margin-top:8px}
 table{border-collapse:collapse;font-size:12.5px;width:100%} th{background:#eef1f7;text-align:left;
 padding:6px 8px;position:sticky;top:0} td{padding:5px 8px;border-top:1px solid #eef0f4}
-tr.pareto td{background:#fff8e1} td{white-space:nowrap} table.ranked td:nth-child(5){white-space:normal;min-width:220px} .defs{font-size:13px;color:#333;line-height:1.5}
+tr.pareto td{background:#fff8e1} td{white-space:nowrap} td.wrap{white-space:normal;min-width:90px} table.ranked td:nth-child(5){white-space:normal;min-width:220px} .defs{font-size:13px;color:#333;line-height:1.5}
 .empty{color:#667;font-style:italic}
 """
 
@@ -218,12 +225,12 @@ measured / bound. Open markers and dashed lines are published reference data.</l
 """
 
 
-def _findings_sections(results) -> list[tuple[str, str, list[_Block]]]:
+def _findings_sections(results, reference=None) -> list[tuple[str, str, list[_Block]]]:
     """The study's findings re-tested on the own hardware, and the GPU's counters beside the
     roofline (report/findings.py); a section says why it is empty."""
     from llmbench.report import findings as fv
 
-    fs, why = fv.compute(results)
+    fs, why = fv.compute(results, reference)
     f_blocks = [_Block("findings-table", "Finding by finding",
                        "The published figure, the same quantity from the study's data and from your "
                        "records, each against its own hardware's roofline, and the verdict "
@@ -270,7 +277,10 @@ def _definitions_notes(df) -> str:
     return out
 
 
-def write_report(results: Path | str, out: Path | str, png: bool = True) -> Report:
+def write_report(results: Path | str, out: Path | str, png: bool = True,
+                 reference: Path | str | None = None) -> Report:
+    """The report of the store `results`; `reference`: where the findings section reads the
+    study (an imported store or the published data directory; default: `results`)."""
     t0 = time.perf_counter()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -289,7 +299,7 @@ def write_report(results: Path | str, out: Path | str, png: bool = True) -> Repo
         fig, _ = views.build(d, views.Choice(view="efficiency"), height=520)
         blocks_by_section.append(("side", "Side by side: efficiency against the roofline",
                                   [_Block("efficiency", v.title, v.help, fig)]))
-    blocks_by_section.extend(_findings_sections(results))
+    blocks_by_section.extend(_findings_sections(results, reference))
     report = Report(html=out / "index.html")
     figs: dict[str, figures.Fig] = {}
     body = []
