@@ -210,7 +210,7 @@ CATALOG: dict[str, Metric] = {m.name: m for m in (
 SHOWN_FIRST: dict[str, tuple[str, ...]] = {
     "inference": ("output_throughput_tok_s_mean", "batch_latency_s_mean", "ttft_s_p50", "tpot_s_p50",
                   "total_throughput_tok_s_mean", "request_throughput_req_s_mean",
-                  "roofline_efficiency_output_throughput_tok_s", "gpu_dram_bw_util_pct"),
+                  "roofline_efficiency_total_throughput_tok_s", "gpu_dram_bw_util_pct"),
     "serving": ("output_throughput_tok_s_mean", "ttft_s_p50", "ttft_s_p99", "tpot_s_p50", "e2e_s_p50",
                 "request_throughput_req_s_mean", "goodput_req_s_mean", "gpu_dram_bw_util_pct"),
     "perplexity": ("perplexity_mean", "nll_per_token_mean", "scored_tokens_mean",

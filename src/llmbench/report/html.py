@@ -132,6 +132,22 @@ def _table_html(rows: list[dict[str, str]], cls: str = "") -> str:
     return f"<div class='tablewrap'><table class='{cls}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 
 
+def _filled(rows: list[dict[str, str]], drop=()) -> list[dict[str, str]]:
+    """The rows less the columns no row fills (and those `drop` names, said by the title): a
+    column of dashes costs the card its width."""
+    keep = [c for c in (rows[0] if rows else {}) if c not in drop and
+            any(r[c] not in ("", "–", "≤ –") for r in rows)]
+    return [{c: r[c] for c in keep} for r in rows]
+
+
+def _points_text(rows: pd.DataFrame, what: str, where: str) -> str:
+    """'80 point(s) were measured while ...: training 72, inference 8 (`llmbench results --where
+    throttled` lists them)': counted by kind, never a list of point keys."""
+    by_kind = ", ".join(f"{k} {n}" for k, n in rows["kind"].fillna("?").value_counts().items())
+    return (f"<p class='contended'>{len(rows)} point(s) {what} ({by_kind}; <code>llmbench results "
+            f"--where {where}</code> lists them)</p>")
+
+
 def _best_blocks(d: data_mod.Data) -> list[_Block]:
     """One ranked table + Pareto figure per source, for its most measured workload."""
     blocks = []
@@ -168,7 +184,8 @@ def _best_blocks(d: data_mod.Data) -> list[_Block]:
             anchor = f"best-{source}" + ("-serving" if mode == "serving" else "")
             fig = figures.pareto_figure(ranked, title=f"Throughput against latency — {model}")
             blocks.append(_Block(anchor, title, sub, fig,
-                                 _table_html(best_mod.table_rows(ranked, top=15), "ranked")))
+                                 _table_html(_filled(best_mod.table_rows(ranked, top=15),
+                                                     drop=("source",)), "ranked")))
     return blocks
 
 
@@ -270,10 +287,9 @@ def _definitions_notes(df) -> str:
     if "energy_short_window" in df:
         short = df[df["energy_short_window"].fillna(False).astype(bool)]
         if len(short):
-            names = ", ".join(html.escape(str(k)) for k in short["point_key"].fillna("?").head(20))
-            out += (f"<p class='contended'>{len(short)} point(s) read their energy over a window "
-                    f"under 2 s, too short for the meter's counter: their energy, power and "
-                    f"energy-per-token figures are unreliable (power.short_window): {names}</p>")
+            out += _points_text(short, "read their energy over a window under 2 s, too short for "
+                                "the meter's counter: their energy, power and energy-per-token "
+                                "figures are unreliable (power.short_window)", "energy_short_window")
     return out
 
 
@@ -340,13 +356,11 @@ def write_report(results: Path | str, out: Path | str, png: bool = True,
         ("hardware", n_hw), ("engines", n_eng), ("failed / skipped", failed), ("contended", len(contended)),
         ("throttled", len(throttled))))
     if len(contended):
-        names = ", ".join(html.escape(str(k)) for k in contended["point_key"].fillna("?").head(20))
-        cards += (f"<p class='contended'>{len(contended)} point(s) were measured while other work shared "
-                  f"the machine (see each record's env.contention): {names}</p>")
+        cards += _points_text(contended, "were measured while other work shared the machine "
+                              "(each record's env.contention says what)", "contended")
     if len(throttled):
-        names = ", ".join(html.escape(str(k)) for k in throttled["point_key"].fillna("?").head(20))
-        cards += (f"<p class='contended'>{len(throttled)} point(s) were measured while the GPU throttled "
-                  f"its clocks (see each record's hardware_counters): {names}</p>")
+        cards += _points_text(throttled, "were measured while the GPU throttled its clocks (each "
+                              "record's hardware_counters says why)", "throttled")
     cards += _definitions_notes(d.df)
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     page = f"""<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
