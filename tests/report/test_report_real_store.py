@@ -252,3 +252,23 @@ def test_counter_checks_agree_with_the_numbers_they_show(report):
         # the shown values are rounded to whole percents: a gap within a point of the line is either
         if abs(abs(gap) - 100 * COUNTER_GAP) > 1:
             assert agree == (abs(gap) <= 100 * COUNTER_GAP), r
+
+
+# -- in a browser: no table wider than its card ---------------------------------------------------
+@pytest.mark.browser
+def test_no_table_is_wider_than_its_card(report):
+    from report_browser import artifact, launch
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = launch(pw)
+        page = browser.new_context(offline=True, viewport={"width": 1400, "height": 1000}).new_page()
+        page.goto(report.html.as_uri())
+        page.wait_for_selector("section.block table")
+        wide = page.evaluate("""() => Array.from(document.querySelectorAll('section.block'))
+            .flatMap(s => [s, ...s.querySelectorAll('.tablewrap')]
+              .filter(e => e.scrollWidth > e.clientWidth + 1)
+              .map(e => [s.id, e.className, e.scrollWidth, e.clientWidth]))""")
+        page.screenshot(path=str(artifact("report-real-store.png")), full_page=True)
+        browser.close()
+    assert wide == []

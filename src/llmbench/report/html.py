@@ -222,7 +222,8 @@ padding:16px 18px 10px;margin:14px 0} section.block h3{margin:2px 0 2px;font-siz
 .sub{color:#667;font-size:12.5px;margin:0 0 6px} .tablewrap{overflow-x:auto;margin-top:8px}
 table{border-collapse:collapse;font-size:12.5px;width:100%} th{background:#eef1f7;text-align:left;
 padding:6px 8px;position:sticky;top:0} td{padding:5px 8px;border-top:1px solid #eef0f4}
-tr.pareto td{background:#fff8e1} td{white-space:nowrap} td.wrap{white-space:normal;min-width:90px} table.ranked td:nth-child(5){white-space:normal;min-width:220px} .defs{font-size:13px;color:#333;line-height:1.5}
+tr.pareto td{background:#fff8e1} td{white-space:nowrap} td.wrap{white-space:normal;min-width:90px}
+table.ranked td.wrap:nth-child(4){min-width:200px} .defs{font-size:13px;color:#333;line-height:1.5}
 .empty{color:#667;font-style:italic}
 """
 
