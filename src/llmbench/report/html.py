@@ -112,13 +112,13 @@ def _kind_blocks(d: data_mod.Data, source: str, drawn: set[str]) -> list[_Block]
         rows, note = tables.kind_table(df, kind)
         if rows:
             out.append(_Block(f"{source}-table-{kind}", tables.KIND_TITLES[kind], note,
-                              table=_table_html(rows)))
+                              table=_table_html(_filled(rows))))
     return out
 
 
 # Columns of words, allowed to wrap: a table must fit its card (every other cell keeps one line).
 WRAP_COLUMNS = {tables.SETTINGS, "configuration", "hardware · engine", "model", "flags", "check",
-                "point", "what differs"}
+                "point", "what differs", "measured"}
 
 
 def _table_html(rows: list[dict[str, str]], cls: str = "") -> str:
@@ -127,8 +127,9 @@ def _table_html(rows: list[dict[str, str]], cls: str = "") -> str:
     wrap = [c in WRAP_COLUMNS for c in rows[0]]
     head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
     body = "".join("<tr class='{}'>".format("pareto" if r.get("Pareto") else "") +
-                   "".join(f"<td class='wrap'>{html.escape(v)}</td>" if w else f"<td>{html.escape(v)}</td>"
-                           for v, w in zip(r.values(), wrap)) + "</tr>" for r in rows)
+                   "".join(f"<td class='wrap{' settings' if c == tables.SETTINGS else ''}'>"
+                           f"{html.escape(v)}</td>" if w else f"<td>{html.escape(v)}</td>"
+                           for (c, v), w in zip(r.items(), wrap)) + "</tr>" for r in rows)
     return f"<div class='tablewrap'><table class='{cls}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
 
 
@@ -221,9 +222,9 @@ section.block{background:#fff;border-radius:12px;box-shadow:0 1px 3px rgba(20,30
 padding:16px 18px 10px;margin:14px 0} section.block h3{margin:2px 0 2px;font-size:16px}
 .sub{color:#667;font-size:12.5px;margin:0 0 6px} .tablewrap{overflow-x:auto;margin-top:8px}
 table{border-collapse:collapse;font-size:12.5px;width:100%} th{background:#eef1f7;text-align:left;
-padding:6px 8px;position:sticky;top:0} td{padding:5px 8px;border-top:1px solid #eef0f4}
+padding:6px 6px;position:sticky;top:0} td{padding:5px 6px;border-top:1px solid #eef0f4}
 tr.pareto td{background:#fff8e1} td{white-space:nowrap} td.wrap{white-space:normal;min-width:90px}
-table.ranked td.wrap:nth-child(4){min-width:200px} .defs{font-size:13px;color:#333;line-height:1.5}
+table.ranked td.wrap:nth-child(4){min-width:200px} td.wrap.settings{min-width:150px} .defs{font-size:13px;color:#333;line-height:1.5}
 .empty{color:#667;font-style:italic}
 """
 
