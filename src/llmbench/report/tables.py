@@ -76,8 +76,10 @@ def kind_table(df: pd.DataFrame, kind: str) -> tuple[list[dict[str, str]], str]:
     settings = [k for k in shown if k != "model"]
     # A setting is said where a row departs from the table's usual value (the note says the
     # usual ones): what tells a row apart reads at once, not among twenty shared values.
+    # With a setting or two, each is said in every row.
     usual = {sys_: {k: grp[k].map(value_text).mode().iloc[0] for k in settings}
-             for sys_, grp in merged.groupby("system", sort=False)}
+             for sys_, grp in merged.groupby("system", sort=False)} if len(settings) > 2 else \
+        {sys_: {} for sys_ in merged["system"].unique()}
     rows = []
     for _, r in merged.head(MAX_ROWS).iterrows():
         # What ran, what it measured, then the settings that tell the rows apart.
@@ -92,7 +94,8 @@ def kind_table(df: pd.DataFrame, kind: str) -> tuple[list[dict[str, str]], str]:
                 row[column_header(c)] += f" ± {fmt(float(r['_std']), 2)}"
         if settings:
             row[SETTINGS] = " · ".join(f"{headers[k]} {value_text(r[k])}" for k in settings
-                                       if value_text(r[k]) not in (usual[r["system"]][k], "–")) or "as usual"
+                                       if value_text(r[k]) not in (usual[r["system"]].get(k), "–")) \
+                or "as usual"
         if flags:
             row["flags"] = ", ".join(FLAGS[f] for f in flags if r[f]) or "–"
         if version:
