@@ -12,7 +12,7 @@ import pandas as pd
 
 from llmbench.metrics import column_header
 from llmbench.numfmt import fmt
-from llmbench.store.columns import distinguishing, said_once
+from llmbench.columns import distinguishing, said_once
 
 # (column, how to show it) per kind, headed by the catalog's short names
 # (metrics.column_header); a metric no record has is left out.
