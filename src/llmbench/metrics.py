@@ -14,8 +14,8 @@ from typing import Literal
 
 from llmbench.measure.stats import summarize
 from llmbench.measure.timeline import BatchTiming, RequestTimeline
+from llmbench.measure.metric_stats import MetricStats
 from llmbench.numfmt import fmt
-from llmbench.store.record import MetricStats
 from llmbench.store.store import STATS
 
 Direction = Literal["higher", "lower", "none"]

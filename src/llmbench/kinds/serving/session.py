@@ -386,7 +386,7 @@ def _annotate(rec) -> None:
 
 
 def _corpus_text() -> str:
-    from llmbench.kinds.inference.prompts import bundled_text
+    from llmbench.data import bundled_text
 
     return bundled_text()
 
