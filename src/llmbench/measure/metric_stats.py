@@ -25,4 +25,5 @@ class MetricStats(BaseModel):
     std: float | None = None
     ci95_low: float | None = None
     ci95_high: float | None = None
-    samples: list[float] | None = Field(None, description="raw values (capped), for re-analysis")
+    samples: list[float] | None = Field(None, description="every raw value, for re-analysis "
+                                         "(definitions.py: statistics)")
