@@ -20,7 +20,7 @@ from llmbench.measure.timeline import BatchTiming, RequestTimeline
 from llmbench.metrics import (CATALOG, column_header, energy_metrics, metric, offline_metrics,
                               serving_metrics)
 from llmbench.report import figures, tables
-from llmbench.store.columns import is_metric
+from llmbench.columns import is_metric
 from llmbench.store.record import Record
 
 SRC = Path(catalog.__file__).parent

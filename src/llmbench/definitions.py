@@ -21,6 +21,15 @@ comes from) and a note. The window is the measured `energy_window_s` metric when
 has it; older records did not store it, and their window is known from how they measured:
 an offline repeat metered exactly its batch (`batch_latency_s`), a training run its timed
 steps (the sum of `step_time_s`), a serving point its whole run (`all_duration_s`).
+
+Statistics (definitions version 5): a metric's figures (mean, percentiles, std, ci95) are
+measure/stats.py's `summarize` of the samples it keeps, so `llmbench annotate` recomputes them
+from those samples and rewrites the ones that differ (records of 2026-11-30 and 12-01 carried
+version 3's replaced bootstrap interval under a later stamp). A metric of n > 1 whose record
+kept no samples, or fewer than n (before version 5 only the first 10,000 were kept), cannot be
+recomputed: it is flagged `recomputable: false` and its figures are left as measured. Metrics
+that are not a summary of samples (a server's histogram, `source`; an imported tool's
+figures) are not llmbench's statistics and are left alone.
 """
 
 from __future__ import annotations
@@ -44,7 +53,7 @@ ROOFLINE_HISTORY = {
          "batch 64, in 128, H200 prefill bound 62.3 -> 124.5 ms), quantised types the int8 peak "
          "of llama.cpp's MMQ kernels, F16 on a CPU the fp32 peak",
 }
-DEFINITIONS_VERSION = "4"
+DEFINITIONS_VERSION = "5"
 DEFINITIONS_HISTORY = {
     "1": "before versioning (records of 2026-11-30 and earlier): energy over a window of any "
          "length, unflagged",
@@ -56,7 +65,15 @@ DEFINITIONS_HISTORY = {
     "4": "a record whose every energy window integrated the driver's power samples (NVML's "
          "buffer, ~20 ms apart) is flagged short under 10 sample spacings (power.sample_gap_s; "
          "0.2 s when not stored), not under the counter's 2 s",
+    "5": "a metric's statistics are summarize() of its kept samples, recomputed by annotate "
+         "where they differ (records of 2026-11-30/12-01 kept the bootstrap ci95 under stamp "
+         "4); every sample is kept (was the first 10,000); a metric of n > 1 without all its "
+         "samples is flagged recomputable: false",
 }
+
+# The figures a metric's samples determine (measure/stats.py summarize), in record order.
+STATISTICS = ("mean", "median", "p50", "p90", "p95", "p99", "min", "max", "std",
+              "ci95_low", "ci95_high")
 
 # Notes the workloads themselves write about a short energy window: the flag's note is not
 # repeated beside one of them.
@@ -114,9 +131,49 @@ def flag_energy_window(rec) -> bool:
     return short
 
 
+def is_sample_summary(rec, m) -> bool:
+    """Whether a metric's figures are llmbench's summary of samples (not a server's histogram
+    nor an imported tool's own figures)."""
+    return rec.kind != "reference" and getattr(m, "source", None) is None and m.n > 1
+
+
+def recomputable(m) -> bool:
+    """A sample summary is recomputable when the record kept every one of its n samples."""
+    return m.samples is not None and len(m.samples) == m.n
+
+
+def restated(m):
+    """The metric's statistics recomputed from its kept samples by today's summarize, its other
+    fields (unit, flags) as stored; None when it kept too few samples to say."""
+    from llmbench.measure.stats import summarize
+
+    if not recomputable(m):
+        return None
+    fresh = summarize(m.samples, m.unit)
+    return m.model_copy(update={k: getattr(fresh, k) for k in STATISTICS})
+
+
+def flag_unrecomputable(rec) -> list[str]:
+    """Flag (`recomputable: false`) each sample summary whose record lacks its samples, with a
+    note naming them; the names flagged. Its figures are left as measured."""
+    names = []
+    for name, m in rec.metrics.items():
+        if is_sample_summary(rec, m) and not recomputable(m):
+            m.recomputable = False
+            kept = "no samples" if not m.samples else f"the first {len(m.samples)} samples"
+            names.append(f"{name} ({kept} of {m.n})")
+    if names:
+        note = ("statistics not recomputable (the record kept too few samples; left as measured, "
+                "flagged recomputable: false): " + ", ".join(names))
+        if note not in rec.notes:
+            rec.notes.append(note)
+    return names
+
+
 def stamp(rec) -> None:
     """Apply today's definitions to a record (idempotent); its measurements are not touched."""
     flag_energy_window(rec)
+    flag_unrecomputable(rec)
     rec.definitions_version = DEFINITIONS_VERSION
 
 

@@ -14,8 +14,8 @@ from typing import Literal
 
 from llmbench.measure.stats import summarize
 from llmbench.measure.timeline import BatchTiming, RequestTimeline
+from llmbench.measure.metric_stats import MetricStats
 from llmbench.numfmt import fmt
-from llmbench.store.record import MetricStats
 from llmbench.store.store import STATS
 
 Direction = Literal["higher", "lower", "none"]
@@ -129,6 +129,20 @@ CATALOG: dict[str, Metric] = {m.name: m for m in (
        "none", "the load generator's CPU time / generated tokens"),
     _M("prefix_cache_hit_rate", "fraction", "Prefix-cache hit rate", "prefix hits", "none",
        "the server's own prefix-cache hits / lookups over the point"),
+    # token parity (kinds/serving/parity.py): what the server counted / what llmbench asked for,
+    # over the point's successful requests; 1 is parity, flagged more than 1% off
+    _M("prompt_tokens_usage_ratio", "ratio", "Prompt tokens, server usage / asked",
+       "prompt parity", "none", "the prompt tokens the server's usage reported / the prompt "
+       "lengths llmbench built (special tokens included), over the requests that sent usage"),
+    _M("output_tokens_usage_ratio", "ratio", "Output tokens, server usage / asked",
+       "output parity", "none", "the completion tokens the server's usage reported / the output "
+       "lengths llmbench forced, over the requests that sent usage"),
+    _M("prompt_tokens_metrics_ratio", "ratio", "Prompt tokens, server /metrics / asked",
+       "prompt parity /metrics", "none", "the server's prompt-token counter's delta over the "
+       "point (/metrics) / the prompt lengths llmbench built"),
+    _M("output_tokens_metrics_ratio", "ratio", "Output tokens, server /metrics / asked",
+       "output parity /metrics", "none", "the server's generation-token counter's delta over "
+       "the point (/metrics) / the output lengths llmbench forced"),
     _M("reasoning_tokens", "tokens", "Reasoning tokens", "reasoning tok", "none",
        "tokens a reasoning model spent before its answer"),
     _M("answer_tokens", "tokens", "Answer tokens", "answer tok", "none",
@@ -425,8 +439,8 @@ def meets_slo(r: RequestTimeline, slo: dict[str, float]) -> bool:
 
 
 def serving_metrics(timelines: list[RequestTimeline], window: tuple[float, float], *,
-                    slo: dict[str, float] | None = None, energy_j: float | None = None,
-                    keep_samples: bool = True) -> dict[str, MetricStats]:
+                    slo: dict[str, float] | None = None, energy_j: float | None = None
+                    ) -> dict[str, MetricStats]:
     """Serving load metrics over a time window [t0, t1] (perf_counter seconds).
 
     Serving (an open or closed load, not a batch):
@@ -473,7 +487,6 @@ def serving_metrics(timelines: list[RequestTimeline], window: tuple[float, float
         single["avg_power_w"] = energy_j / span
         if energy_j > 0:
             single["tokens_per_joule"] = out_tok / energy_j
-    result = {k: summarize(v, unit(k), keep_samples=keep_samples)
-              for k, v in samples.items() if v}
+    result = {k: summarize(v, unit(k)) for k, v in samples.items() if v}
     result.update({k: summarize([v], unit(k), keep_samples=False) for k, v in single.items()})
     return result

@@ -5,8 +5,11 @@ when today's catalogs can bound it (a record they cannot, e.g. a local model who
 gone, keeps its stored roofline), and today's derived flags are applied (definitions.stamp).
 What changed is appended to the record's `annotations`: when, by which llmbench, from and to
 which versions, every changed field (old -> new), and the replaced roofline, power fields and
-notes, so no stored figure is lost. The measured metrics are compared before and after and
-must be identical; a record that would change nowhere is left as it is (its file untouched).
+notes, so no stored figure is lost. Each metric's statistics are recomputed from the samples
+it keeps (definitions.restated) and rewritten where they differ, the replaced figures kept in
+the entry; a metric without its samples is flagged (definitions.flag_unrecomputable) and left
+as measured. Nothing else of a metric may change: its samples, n and unit are compared before
+and after and must be identical. A record that would change nowhere is left as it is.
 A training record whose matmul peak is one measurement (before peaks.py's timed windows) gets
 a note that its spread is unknown, with the range the store's runs of the same hardware and
 precision read.
@@ -34,6 +37,19 @@ class Change:
     roofline_to: str | None = None
     definitions_from: str = ""
     energy_flagged: bool = False       # newly flagged as a short energy window
+    # metric -> its statistics rewritten from its samples ("ci95_low", ...)
+    restated: dict[str, list[str]] = field(default_factory=dict)
+    unrecomputable: list[str] = field(default_factory=list)   # newly flagged: samples not kept
+
+    @property
+    def restated_by_cause(self) -> dict[str, list[str]]:
+        """The restated metrics by cause: "ci95" (only the interval differed: the replaced
+        bootstrap) or "statistics" (another figure differed too)."""
+        out: dict[str, list[str]] = {}
+        for name, stats in self.restated.items():
+            cause = "ci95" if set(stats) <= {"ci95_low", "ci95_high"} else "statistics"
+            out.setdefault(cause, []).append(name)
+        return out
 
     @property
     def roofline_figures(self) -> list[str]:
@@ -88,6 +104,31 @@ def peak_note(rec: Record, peaks: dict[tuple, list[float]] | None = None) -> str
     return note
 
 
+def restate_statistics(rec: Record) -> tuple[dict[str, list[str]], dict[str, dict[str, Any]]]:
+    """Recompute every sample summary's statistics from its kept samples, in place: (metric ->
+    the statistics that differed, metric -> their stored values)."""
+    from llmbench.definitions import STATISTICS, is_sample_summary, restated
+
+    changed, previous = {}, {}
+    for name, m in rec.metrics.items():
+        if not is_sample_summary(rec, m) or (fresh := restated(m)) is None:
+            continue
+        diff = [k for k in STATISTICS if not _same(getattr(m, k), getattr(fresh, k))]
+        if diff:
+            changed[name] = diff
+            previous[name] = {k: getattr(m, k) for k in diff}
+            rec.metrics[name] = fresh
+    return changed, previous
+
+
+def _measured(metrics: dict[str, Any]) -> dict[str, Any]:
+    """A dumped metrics section less what annotate may rewrite (statistics, the flag)."""
+    from llmbench.definitions import STATISTICS
+
+    return {name: {k: v for k, v in m.items() if k not in STATISTICS and k != "recomputable"}
+            for name, m in metrics.items()}
+
+
 def reannotate(rec: Record, path: Path, *, now: str | None = None,
                peaks: dict[tuple, list[float]] | None = None) -> Change | None:
     """The record under today's definitions, with its history entry; None when nothing changes.
@@ -102,14 +143,22 @@ def reannotate(rec: Record, path: Path, *, now: str | None = None,
         trial = rec.model_copy(deep=True)
         if annotate(trial):  # else: today's catalogs cannot bound it; the stored roofline stays
             new.roofline = trial.roofline
+    restated, replaced = restate_statistics(new)
+    was_flagged = {k for k, m in rec.metrics.items() if getattr(m, "recomputable", True) is False}
     stamp(new)
+    unrecomputable = [k for k, m in new.metrics.items()
+                      if getattr(m, "recomputable", True) is False and k not in was_flagged]
     if (note := peak_note(new, peaks)) and not any(
             n.startswith("mfu_measured_peak divides by one") for n in new.notes):
         new.notes.append(note)
     after = new.model_dump(mode="json")
-    if after["metrics"] != before["metrics"]:  # never: nothing above writes a metric
+    if _measured(after["metrics"]) != _measured(before["metrics"]):  # never: only statistics move
         raise AssertionError(f"{path}: re-annotating would change measured metrics")
     changed: list[str] = []
+    for name, stats in restated.items():
+        changed += [f"metrics.{name}.{k}: {_show(replaced[name][k])} -> "
+                    f"{_show(getattr(new.metrics[name], k))}" for k in stats]
+    changed += [f"metrics.{name}.recomputable: - -> False" for name in unrecomputable]
     rf_old, rf_new = before["roofline"] or {}, after["roofline"] or {}
     _diff("roofline.", {k: v for k, v in rf_old.items() if k != "notes"},
           {k: v for k, v in rf_new.items() if k != "notes"}, changed)
@@ -135,11 +184,12 @@ def reannotate(rec: Record, path: Path, *, now: str | None = None,
                                   if not (k == "version" and v is None)},
                      "power": {k: v for k, v in (before["power"] or {}).items()
                                if after["power"].get(k) != v},
-                     "notes_added": added},
+                     "notes_added": added,
+                     "statistics": replaced},
     }
     new.annotations = [*rec.annotations, entry]
     flagged = bool(after["power"].get("short_window")) and not (before["power"] or {}).get("short_window")
-    return Change(path, new, changed, r_from, r_to, d_old, flagged)
+    return Change(path, new, changed, r_from, r_to, d_old, flagged, restated, unrecomputable)
 
 
 def reannotate_store(root: Path, *, write: bool, now: str | None = None

@@ -24,9 +24,10 @@ def annotate(
     details: bool = typer.Option(False, "--details", help="list every changed field"),
 ) -> None:
     """Re-annotate stored records with today's roofline (bounds, efficiencies) and definitions
-    (energy-window flag): each changed record is rewritten in place with an `annotations`
+    (energy-window flag; every metric's statistics recomputed from its kept samples, flagged
+    where it kept too few): each changed record is rewritten in place with an `annotations`
     entry saying what changed, from which version, and the values it replaced. Measured
-    metrics are never touched."""
+    samples are never touched."""
     from llmbench.definitions import DEFINITIONS_VERSION, ROOFLINE_VERSION
     from llmbench.reannotate import reannotate_store
 
@@ -45,9 +46,25 @@ def annotate(
     out.print(f"{n} record(s) read in {results}: {len(changes)} {verb} to roofline version "
               f"{ROOFLINE_VERSION} and definitions version {DEFINITIONS_VERSION} (roofline "
               f"figures changed in {figures}; energy windows newly flagged under 2 s: {flagged}), "
-              f"{n - len(changes)} already current; measured metrics untouched"
+              f"{n - len(changes)} already current; measured samples untouched"
               + ("; nothing written (--dry-run)" if dry_run else ""),
               markup=False, highlight=False, soft_wrap=True)
+    out.print(_statistics_line(changes), markup=False, highlight=False, soft_wrap=True)
+
+
+def _statistics_line(changes) -> str:
+    """The statistics recomputed from kept samples, counted by cause, and the metrics flagged
+    because their record kept too few samples."""
+    parts = []
+    for cause, what in (("ci95", "only the ci95 differed (the replaced bootstrap interval)"),
+                        ("statistics", "other statistics differed")):
+        recs = [ch for ch in changes if ch.restated_by_cause.get(cause)]
+        metrics = sum(len(ch.restated_by_cause[cause]) for ch in recs)
+        parts.append(f"{what}: {metrics} metric(s) in {len(recs)} record(s)")
+    unre = [ch for ch in changes if ch.unrecomputable]
+    parts.append(f"newly flagged not recomputable (too few samples kept): "
+                 f"{sum(len(ch.unrecomputable) for ch in unre)} metric(s) in {len(unre)} record(s)")
+    return "statistics recomputed from kept samples: " + "; ".join(parts)
 
 
 def _line(ch) -> str:
@@ -63,4 +80,8 @@ def _line(ch) -> str:
         parts.append(f"roofline figures already version {ch.roofline_to}'s (version stamped)")
     if ch.energy_flagged:
         parts.append(f"energy window {ch.energy_window_s:.2f} s under 2 s: flagged")
+    for cause, names in ch.restated_by_cause.items():
+        parts.append(f"{cause} recomputed from samples: {', '.join(names)}")
+    if ch.unrecomputable:
+        parts.append(f"not recomputable (samples not kept): {', '.join(ch.unrecomputable)}")
     return "; ".join(parts)

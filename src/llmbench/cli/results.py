@@ -14,7 +14,7 @@ from rich.table import Table
 from llmbench.cli.common import fmt, out
 from llmbench.errors import SpecError
 from llmbench.metrics import STATS_FIRST, column_header, format_value, shown_first
-from llmbench.store.columns import distinguishing, said_once
+from llmbench.columns import distinguishing, said_once
 from llmbench.store.store import DEFAULT_RESULTS, Store
 
 # Flags the default table adds when any row raises them: a contended point (other work shared
@@ -159,7 +159,7 @@ def fit_columns(show: list[str], must: list[str], cells: dict[str, list[str]], n
 def compact_columns(cols: list[str], rows: list[tuple], cells: dict[str, list[str]]
                     ) -> tuple[list[str], dict[str, object], dict[str, str]]:
     """What the default table shows: the configuration columns that differ between the rows
-    (each said once: store.columns.said_once), then the headline metrics any row has, with
+    (each said once: columns.said_once), then the headline metrics any row has, with
     their headers; identity values shared by every row come back separately, for one caption
     line."""
     def values(c):

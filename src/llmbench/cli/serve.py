@@ -11,7 +11,7 @@ from rich.table import Table
 
 from llmbench.cli.common import console, out
 from llmbench.cli.flags import int_list, parse_list
-from llmbench.cli.tail import outcome, run_points
+from llmbench.cli.tail import check_run_id, outcome, pick_point, run_points
 from llmbench.errors import SpecError
 from llmbench.loadgen.patterns import PATTERNS
 from llmbench.store.store import DEFAULT_RESULTS
@@ -116,7 +116,6 @@ def serve(
         trace=trace, trace_format=trace_format, trace_speedup=trace_speedup,
         max_input_len=max_input_len, max_output_len=max_output_len, find_max_rate=find_max_rate,
         slo_fraction=slo_fraction, rate_tolerance=rate_tolerance, max_points=max_points)
-    from llmbench.launch.pipeline import check_run_id, pick_point
     from llmbench.hardware.device import server_device
     from llmbench.kinds.serving.kind import ServeTarget, read_api_key, serve_points
     from llmbench.loadgen.preflight import normalize_url

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llmbench.store.record import MetricStats, Record
+from llmbench.measure.metric_stats import MetricStats
+from llmbench.store.record import Record
 
 
 @dataclass
@@ -95,7 +96,7 @@ def from_samples(values: list[float], unit: str, scale: float = 1.0) -> MetricSt
 def _stats(values: list[float], unit: str, scale: float) -> MetricStats:
     import numpy as np
 
-    from llmbench.measure.stats import MAX_SAMPLES_KEPT, summarize
+    from llmbench.measure.stats import summarize
 
     if len(values) <= BOOTSTRAP_MAX_N:
         m = summarize([v * scale for v in values], unit)
@@ -107,7 +108,7 @@ def _stats(values: list[float], unit: str, scale: float) -> MetricStats:
         m = MetricStats(unit=unit, n=int(arr.size), mean=mean, median=p50, p50=p50, p90=p90,
                         p95=p95, p99=p99, min=float(arr.min()), max=float(arr.max()), std=std,
                         ci95_low=mean - half, ci95_high=mean + half,
-                        samples=arr[:MAX_SAMPLES_KEPT].tolist())
+                        samples=arr.tolist())
     return m
 
 

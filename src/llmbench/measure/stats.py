@@ -8,10 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from llmbench.store.record import MetricStats
-
-MAX_SAMPLES_KEPT = 10_000
-
+from llmbench.measure.metric_stats import MetricStats
 
 def mean_ci(mean: float, sd: float, n: int, level: float = 0.95) -> tuple[float, float]:
     """Student-t interval of the mean (scipy.stats.t, n - 1 degrees of freedom) from the sample
@@ -35,7 +32,9 @@ def t_critical(dof: int, level: float = 0.95) -> float:
 def summarize(values: Sequence[float], unit: str, keep_samples: bool = True) -> MetricStats:
     """Every statistic of `values` (None left out). The mean and standard deviation are
     numpy's, each taken once; min and max are the sorted values' ends (a point summarizes ~16
-    metrics inside its bookkeeping, issue 24)."""
+    metrics inside its bookkeeping, issue 24). Every sample is kept (`keep_samples`), so the
+    statistics can be recomputed from the record (a serving point's 25,400 ITL gaps: ~0.6 MB
+    of its JSON; the first 10,000 alone read its p99 7.6% low)."""
     arr = np.asarray([v for v in values if v is not None], dtype=float)
     n = int(arr.size)
     if n == 0:
@@ -50,7 +49,7 @@ def summarize(values: Sequence[float], unit: str, keep_samples: bool = True) -> 
     return MetricStats(
         unit=unit, n=n, mean=mean, median=p50, p50=p50, p90=p90, p95=p95, p99=p99,
         min=float(ordered[0]), max=float(ordered[-1]), std=std, ci95_low=lo, ci95_high=hi,
-        samples=arr[:MAX_SAMPLES_KEPT].tolist() if keep_samples else None,
+        samples=arr.tolist() if keep_samples else None,
     )
 
 

@@ -12,7 +12,7 @@ import pandas as pd
 
 from llmbench.metrics import SHOWN_FIRST, column_header, format_value
 from llmbench.numfmt import fmt
-from llmbench.store.columns import distinguishing, said_once
+from llmbench.columns import distinguishing, said_once
 
 KIND_TITLES = {"perplexity": "Perplexity", "training": "Training throughput and MFU",
                "serving": "Serving: latency and throughput per load",
@@ -39,7 +39,7 @@ def kind_table(df: pd.DataFrame, kind: str) -> tuple[list[dict[str, str]], str]:
     """Rows (display strings) for the ok records of one kind, duplicates of a configuration
     merged by their mean, and a note (the values every row shares, rows left out). The
     metrics are the catalog's for the kind (metrics.SHOWN_FIRST), each formatted by its unit;
-    the fields that differ between the rows (store.columns, as `llmbench results` picks them)
+    the fields that differ between the rows (llmbench.columns, as `llmbench results` picks them)
     are said in one 'settings' column, so that none hides off the card's edge."""
     d = df[(df["kind"] == kind) & (df["status"] == "ok")]
     metrics = [c for c in SHOWN_FIRST.get(kind, ()) if c in d and d[c].notna().any()]

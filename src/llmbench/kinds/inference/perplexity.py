@@ -14,7 +14,7 @@ from llmbench.errors import SpecError
 from llmbench.measure.power import EnergyMeter
 from llmbench.measure.stats import summarize
 from llmbench.kinds.inference.spec import Point
-from llmbench.kinds.inference.prompts import bundled_text
+from llmbench.data import bundled_text
 
 
 def run_perplexity(backend: Backend, point: Point, meter: EnergyMeter):
@@ -40,4 +40,5 @@ def run_perplexity(backend: Backend, point: Point, meter: EnergyMeter):
     }
     if win.energy_j is not None:
         metrics["energy_j"] = summarize([win.energy_j], "J", keep_samples=False)
-    return metrics, [f"text of {len(tokens)} tokens; windows of {cfg.context_len}, stride {cfg.stride}"]
+    return metrics, [f"text of {len(tokens)} tokens; windows of {cfg.context_len}, stride "
+                     f"{cfg.stride}; computed once (no repeats, no warm-up)"]

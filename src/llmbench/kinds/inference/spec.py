@@ -138,13 +138,15 @@ class Point(Frozen):
             "kv_block_size": o.kv_block_size, "kv_cache_dtype": o.kv_cache_dtype,
             "weight_dtype": self.dtype, "weight_quant": o.weight_quant, "compile": o.compile,
             "attn_impl": o.attn_impl, "kv_cache": o.kv_cache,
-            "repeats": self.repeats, "warmups": self.warmups,
         }
         if self.workload == "offline":
             w.update(batch_size=self.batch_size, input_len=self.input_len,
-                     output_len=self.output_len, concurrency=self.batch_size)
+                     output_len=self.output_len, concurrency=self.batch_size,
+                     repeats=self.repeats, warmups=self.warmups)
         elif self.perplexity is not None:
-            w.update(context_len=self.perplexity.context_len, stride=self.perplexity.stride,
+            # what was done: perplexity is computed once, whatever the sweep's repeats
+            w.update(repeats=1, warmups=0,
+                     context_len=self.perplexity.context_len, stride=self.perplexity.stride,
                      text=str(self.perplexity.text) if self.perplexity.text else "bundled")
         return w
 

@@ -1,6 +1,12 @@
-"""Serving prompts: synthetic prompts of exact token lengths in the model's tokenizer (windows of
-the bundled English text, all different unless a shared prefix is asked for), or prompts from
-a ShareGPT-format JSON file."""
+"""Serving prompts: synthetic prompts of exact token lengths as the server counts them (windows of
+the bundled English text in the served tokenizer's ids, all different unless a shared prefix is
+asked for), or prompts from a ShareGPT-format JSON file.
+
+A prompt of `input_len` tokens is built from token ids: the tokens the server adds to every
+prompt (its BOS: Tokenizer.added_per_prompt) are taken off the window, the window decoded, the
+text encoded again and trimmed or topped up until the round trip decode -> encode gives the
+length asked (a window cut mid-word merges differently). RequestSpec.prompt_len is the length
+the server will count (kinds/serving/parity.py compares them)."""
 
 from __future__ import annotations
 
@@ -16,16 +22,23 @@ from llmbench.kinds.serving.tokenizer import Tokenizer
 
 
 def exact_text(tok: Tokenizer, ids: list[int], fill: Callable[[int], list[int]]) -> tuple[str, int]:
-    """Text whose encoding has len(ids) tokens: decode, re-encode, trim or top up, repeat."""
+    """(text, the server's count of it): text whose encoding has len(ids) tokens, plus the
+    tokens the server adds (BOS). Decode, re-encode, trim or top up, until the round trip
+    gives the length; after 16 tries the text's own count is returned (parity then flags it)."""
     want = len(ids)
     text = tok.decode(ids)
-    for _ in range(8):
+    for _ in range(16):
         got = tok.encode(text)
         if len(got) == want:
-            return text, want
+            return text, want + tok.added_per_prompt
         got = got[:want] if len(got) > want else got + fill(want - len(got))
         text = tok.decode(got)
-    return text, tok.count(text)
+    return text, tok.count_prompt(text)
+
+
+def text_len(tok: Tokenizer, asked: int) -> int:
+    """The tokens of text a prompt of `asked` tokens holds, the server's own (BOS) taken off."""
+    return max(1, asked - tok.added_per_prompt)
 
 
 def token_corpus(tok: Tokenizer, text: str) -> list[int]:
@@ -38,14 +51,17 @@ def token_corpus(tok: Tokenizer, text: str) -> list[int]:
         return ids
     rng = random.Random("serving/random-ids")
     hi = max(101, tok.vocab_size - 100)
-    return [rng.randrange(100, hi) for _ in range(max(len(ids), 4096))]
+    drawn = [rng.randrange(100, hi) for _ in range(max(len(ids), 4096))]
+    # only ids that are one token again when decoded alone: the served tokenizer matches its
+    # special tokens inside words ("w2" in "w2345": two tokens to the server)
+    return [i for i in drawn if tok.encode(tok.decode([i])) == [i]]
 
 
 def synthetic_prompts(tok: Tokenizer, n: int, input_len: LengthDist, output_len: LengthDist,
                       shared_prefix: float, seed: int, groups: int = 1) -> list[RequestSpec]:
     """`shared_prefix` of each prompt is common to its group (request i is in group
     i % groups); the rest is the prompt's own window."""
-    from llmbench.kinds.inference.prompts import bundled_text
+    from llmbench.data import bundled_text
 
     corpus = token_corpus(tok, bundled_text())
     m = len(corpus)
@@ -61,8 +77,10 @@ def synthetic_prompts(tok: Tokenizer, n: int, input_len: LengthDist, output_len:
     group_start = [0] + [random.Random(f"group/{seed}/{g}").randrange(m) for g in range(1, groups)]
     out = []
     for i, (L, p, s) in enumerate(zip(lens, prefix_len, starts)):
-        ids = window(group_start[i % groups], p) + window(s, L - p)
-        text, actual = exact_text(tok, ids, lambda k, s=s: window(s + L, k))
+        n = text_len(tok, L)
+        p = min(p, n)
+        ids = window(group_start[i % groups], p) + window(s, n - p)
+        text, actual = exact_text(tok, ids, lambda k, s=s, n=n: window(s + n, k))
         out.append(RequestSpec(text, actual, output_len.sample(rng)))
     return out
 
@@ -84,7 +102,7 @@ def sharegpt_prompts(path: Path, tok: Tokenizer, n: int, output_len: LengthDist 
         if not turns or len(turns) < 2:
             continue
         prompt, reply = turns[0].get("value") or "", turns[1].get("value") or ""
-        pl = tok.count(prompt)
+        pl = tok.count_prompt(prompt)
         ol = output_len.sample(rng) if output_len else tok.count(reply)
         if pl < 4 or ol < 4 or pl > 1024 or pl + ol > 2048:   # vLLM's ShareGPT filter
             continue
@@ -103,7 +121,7 @@ def trace_prompts(tok: Tokenizer, reqs: list, block_tokens: int | None, seed: in
     """Prompts for replayed trace requests (loadgen/traces.py): each hash id is one fixed block
     of the bundled text, so requests whose hash ids agree share exactly that prefix, as in the
     trace; the rest of a prompt is its own window. Lengths are exact in `tok`."""
-    from llmbench.kinds.inference.prompts import bundled_text
+    from llmbench.data import bundled_text
 
     corpus = token_corpus(tok, bundled_text())
     m = len(corpus)
@@ -120,9 +138,10 @@ def trace_prompts(tok: Tokenizer, reqs: list, block_tokens: int | None, seed: in
 
     out = []
     for r in reqs:
-        ids = [t for h in r.hash_ids for t in block(h)][:r.input_len] if block_tokens else []
+        want = text_len(tok, r.input_len)
+        ids = [t for h in r.hash_ids for t in block(h)][:want] if block_tokens else []
         s, n = rng.randrange(m), len(ids)
-        ids += window(s, r.input_len - n)
-        text, actual = exact_text(tok, ids, lambda k, s=s, n=n: window(s + r.input_len - n, k))
+        ids += window(s, want - n)
+        text, actual = exact_text(tok, ids, lambda k, s=s, n=n, want=want: window(s + want - n, k))
         out.append(RequestSpec(text, actual, r.output_len))
     return out

@@ -334,7 +334,7 @@ def _warmup_specs(cfg: ServeConfig, tok, specs: list[RequestSpec]) -> list[Reque
 
 def _as_sent(spec: RequestSpec, tok) -> RequestSpec:
     """A conversation turn as sent: its prompt length counts the history it carries."""
-    return RequestSpec(spec.prompt, tok.count(spec.full_prompt()), spec.output_len, spec.history)
+    return RequestSpec(spec.prompt, tok.count_prompt(spec.full_prompt()), spec.output_len, spec.history)
 
 
 def _load_plan(cfg: ServeConfig, tok) -> tuple[list[Schedule], list[int], list[RequestSpec], list[str]]:
@@ -386,7 +386,7 @@ def _annotate(rec) -> None:
 
 
 def _corpus_text() -> str:
-    from llmbench.kinds.inference.prompts import bundled_text
+    from llmbench.data import bundled_text
 
     return bundled_text()
 

@@ -1,6 +1,6 @@
 """One serving point's numbers from its measured requests: the metrics over the steady-state
-window (and `all_*` over the whole run), the client's self-check, errors by kind and the
-token-count cross-check."""
+window (and `all_*` over the whole run), the client's self-check, errors by kind, the
+token-count cross-check and the token parity with the server (kinds/serving/parity.py)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from llmbench.loadgen.bunching import itl_fidelity
 from llmbench.loadgen.client import Outcome
 from llmbench.loadgen.run import LoadResult
 from llmbench.kinds.serving.config import ServeConfig, parse_window
+from llmbench.kinds.serving.parity import scraped_parity, usage_parity
 from llmbench.kinds.serving.tokenizer import Tokenizer
 
 
@@ -35,8 +36,7 @@ def summarize_point(outcomes: list[Outcome], res: LoadResult, cfg: ServeConfig, 
         ws, we = t_start, t_end
     whole = (ws, we) == (t_start, t_end)
     metrics = serving_metrics(tls, (ws, we), slo=cfg.slo, energy_j=energy_j if whole else None)
-    for k, v in serving_metrics(tls, (t_start, t_end), slo=cfg.slo, energy_j=energy_j,
-                                keep_samples=False).items():
+    for k, v in serving_metrics(tls, (t_start, t_end), slo=cfg.slo, energy_j=energy_j).items():
         metrics[f"all_{k}"] = v
     if "ttft_s" not in metrics and "all_ttft_s" in metrics:
         notes.append("no request lies wholly inside the steady-state window; see all_* metrics")
@@ -46,7 +46,7 @@ def summarize_point(outcomes: list[Outcome], res: LoadResult, cfg: ServeConfig, 
     ok = [o for o in outcomes if o.ok]
     out_tokens = sum(o.timeline.output_tokens for o in ok)
     sc = res.selfcheck
-    metrics["client_loop_lag_s"] = summarize(sc.lags_s, "s", keep_samples=False)
+    metrics["client_loop_lag_s"] = summarize(sc.lags_s, "s")
     metrics["client_cpu_util"] = summarize([sc.cpu_util], "fraction", keep_samples=False)
     if out_tokens:
         metrics["client_cpu_s_per_token"] = summarize([sc.cpu_s / out_tokens], "s/tok",
@@ -95,6 +95,8 @@ def summarize_point(outcomes: list[Outcome], res: LoadResult, cfg: ServeConfig, 
         notes.append(f"the server counted prompts differently from the tokenizer in "
                      f"{disagree['prompt_requests_differing']} request(s), mean "
                      f"{disagree['prompt_mean_diff_tokens']:+.2f} tokens (chat template, BOS?)")
+    parity, parity_notes = usage_parity(outcomes, metrics)
+    notes += parity_notes
     if errors:
         notes.append("errors: " + ", ".join(f"{k}={v}" for k, v in sorted(errors.items())))
     if res.prompts_reused:
@@ -107,7 +109,7 @@ def summarize_point(outcomes: list[Outcome], res: LoadResult, cfg: ServeConfig, 
         "prompt_tokens": sum(o.usage_prompt_tokens if o.usage_prompt_tokens is not None
                              else o.prompt_len_sent for o in ok),
         "token_split": dict(Counter(o.token_split for o in ok)),
-        "tokenizer": tok.source, "token_count_disagreement": disagree,
+        "tokenizer": tok.source, "token_count_disagreement": disagree, "token_parity": parity,
         "window_s": {"start": 0.0, "steady_start": ws - t_start, "steady_end": we - t_start,
                      "end": run_s},
         "client": {"loop": sc.loop, "cpu_s": sc.cpu_s, "wall_s": sc.wall_s,
@@ -149,7 +151,7 @@ def server_view(sm: dict, metrics: dict, serving: dict, notes: list[str]) -> Non
         return
     # The server's own latency histograms beside the client's percentiles (bucket-interpolated:
     # only as fine as the server's bucket edges; see docs/serving.md for why they differ).
-    from llmbench.store.record import MetricStats
+    from llmbench.measure.metric_stats import MetricStats
 
     for name, h in sm.get("histograms", {}).items():
         if h["count"]:
@@ -159,6 +161,8 @@ def server_view(sm: dict, metrics: dict, serving: dict, notes: list[str]) -> Non
     if sm.get("prefix_cache_hit_rate") is not None:
         metrics["prefix_cache_hit_rate"] = summarize([sm["prefix_cache_hit_rate"]], "fraction",
                                                      keep_samples=False)
+    if "token_parity" in serving:
+        notes += scraped_parity(serving["token_parity"], sm["counters"], metrics)
     gen = sm["counters"].get("generation_tokens")
     if gen is not None and gen != serving["output_tokens"]:
         notes.append(f"the server counted {gen:g} generated tokens over the point, the client "
@@ -176,7 +180,7 @@ def by_turn(outcomes: list[Outcome], turn_of: list[int], turns: int, metrics: di
         mine = [o for o, t in zip(outcomes, turn_of) if t == k and o.ok]
         ttft = [v for o in mine if (v := o.timeline.ttft_s()) is not None]
         if ttft:
-            metrics[f"ttft_s_turn{k + 1}"] = summarize(ttft, "s", keep_samples=False)
+            metrics[f"ttft_s_turn{k + 1}"] = summarize(ttft, "s")
         serving["turns"][str(k + 1)] = {
             "requests": sum(1 for t in turn_of if t == k), "ok": len(mine),
             "mean_prompt_tokens": sum(o.prompt_len_sent for o in mine) / len(mine) if mine else None}
@@ -207,11 +211,10 @@ def reasoning_metrics(ok: list[Outcome], tok: Tokenizer, metrics: dict) -> None:
     answered = [o for o in thinking if o.t_first_answer is not None]
     n_reason = [tok.count(o.reasoning_text) for o in thinking]
     metrics["ttft_reasoning_s"] = summarize([o.t_first_reasoning - o.timeline.t_ref for o in thinking],
-                                            "s", keep_samples=False)
+                                            "s")
     if answered:
         metrics["ttft_answer_s"] = summarize([o.t_first_answer - o.timeline.t_ref for o in answered],
-                                             "s", keep_samples=False)
-    metrics["reasoning_tokens"] = summarize(n_reason, "tokens", keep_samples=False)
+                                             "s")
+    metrics["reasoning_tokens"] = summarize(n_reason, "tokens")
     metrics["answer_tokens"] = summarize([max(0, o.timeline.output_tokens - n)
-                                          for o, n in zip(thinking, n_reason)], "tokens",
-                                         keep_samples=False)
+                                          for o, n in zip(thinking, n_reason)], "tokens")

@@ -1,5 +1,7 @@
 """What the flat columns of a record (store.flatten) mean: configuration or outcome, and which
-of them tell a set of rows apart. Shared by `llmbench results` and the report's tables."""
+of them tell a set of rows apart. Shared by `llmbench results` and the report's tables. It
+lives beside the metric catalog (metrics.py), whose names it reads: the store, a layer below,
+only writes and flattens records."""
 
 from __future__ import annotations
 
