@@ -12,9 +12,9 @@ ignore_eos nothing but the length ends a request). Prompts go in as token ids; a
 Timestamps. A streamed chunk carries the cumulative `meta_info.completion_tokens`; its arrival
 (`time.perf_counter()` as it reaches this process) is the arrival time of every token it adds.
 When the engine coalesces k > 1 tokens into one chunk (it yields only the latest of queued
-outputs), those k tokens count at that one time: llmbench invents no gaps between them, so
-their ITLs are 0 and the chunk's gap is one ITL. (SGLang's bench_serving instead splits the gap
-evenly over the k tokens; benchmarks/sglang_crosscheck.py states the difference.)
+outputs), those k tokens are recorded at that one time (one timeline event of k tokens; no
+times are invented between them); the ITL metric then splits the chunk's gap evenly over its
+k tokens (measure/timeline.py), as SGLang's bench_serving native backend does.
 
 Warm-up and graph capture. SGLang captures its CUDA graphs while the Engine is built (`load`,
 timed as load_time_s); `prepare` runs one untimed 2-token batch of the point's shape, so the
@@ -43,7 +43,7 @@ from llmbench.backends.engine import PrometheusNames, ServerCommand
 from llmbench.errors import EngineError, SpecError
 from llmbench.measure.timeline import RequestTimeline
 
-_DTYPES = {"auto": "auto", "fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+DTYPES = {"auto": "auto", "fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 # llmbench's KV-cache names -> SGLang's (server_args.py l.671). fp8 is e4m3: fa3 (the H200
 # default) silently switches to triton for e5m2 (arg_groups/overrides.py:2189).
 KV_CACHE_DTYPES = {"auto": "auto", "bf16": "bfloat16", "bfloat16": "bfloat16", "fp8": "fp8_e4m3",
@@ -151,7 +151,7 @@ class SglangBackend(Backend):
         eo, o = self.engine_options, self.options
         path = str(model_path(self.call.model, "hf"))
         kw: dict[str, Any] = dict(
-            model_path=path, dtype=_DTYPES[self.call.dtype], tp_size=eo.tensor_parallel,
+            model_path=path, dtype=DTYPES[self.call.dtype], tp_size=eo.tensor_parallel,
             pp_size=eo.pipeline_parallel, random_seed=o.random_seed, log_level=o.log_level,
             disable_radix_cache=o.disable_radix_cache, sampling_backend=o.sampling_backend,
             disable_cuda_graph=not o.cuda_graph, skip_tokenizer_init=True)
