@@ -248,3 +248,15 @@ def test_module_imports_no_engine():
             "sys.exit(1 if heavy else 0)")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_an_engine_that_fails_to_start_raises_and_leaves_no_engine(fake_sglang, monkeypatch):
+    def refuse(self, **kwargs):  # what 0.5.17's ServerArgs does with an unknown field
+        raise TypeError("__init__() got an unexpected keyword argument 'cuda_graph_max_bs'")
+
+    monkeypatch.setattr(_FakeEngine, "__init__", refuse)
+    b = SglangBackend(_call(), resolve("llama-3-8b"))
+    with pytest.raises(TypeError, match="cuda_graph_max_bs"):
+        b.load()
+    assert getattr(b, "engine", None) is None
+    b.close()  # nothing to shut down

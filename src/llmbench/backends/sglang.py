@@ -176,7 +176,11 @@ class SglangBackend(Backend):
         self._kwargs = self.engine_kwargs()
         import sglang
 
-        self.engine = sglang.Engine(**self._kwargs)
+        try:
+            self.engine = sglang.Engine(**self._kwargs)
+        except BaseException:  # a half-started engine: end the processes it left, by pid
+            _end_processes(self._new_children())
+            raise
         self._config = _read_config(self._kwargs["model_path"])
 
     def prepare(self, call: EngineCall) -> None:
