@@ -9,7 +9,8 @@ set up by `benchmarks/h200/setup.sh` (docs/gpu-campaign.md has the whole recipe)
     python3 benchmarks/h200/campaign.py PART [PART ...] --out DIR [--budget-s 540] [--dry-run]
 
 PART: vllm | llamacpp | llamacpp-long | serve | capacity | gpu-tests | transformers |
-findings-vllm | findings-models | findings-llamacpp (the study's findings) | list. Steps run in priority order;
+findings-vllm | findings-models | findings-llamacpp (the study's findings) | gate (the regression
+gate: committed points re-run, then `llmbench compare` against them; benchmarks/h200/gate.py) | list. Steps run in priority order;
 one that would start past the budget, or whose engine is missing, is skipped and written with its
 reason to DIR/skipped-PART.txt, never silently dropped. Records land in DIR/records-PART.tgz.
 """
@@ -27,6 +28,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # gate.py beside it
 MODEL = "llama-3-8b"
 BATCHES = "1,16,32,64"
 
@@ -124,7 +126,29 @@ def plan(part: str, results: str) -> list[Step]:
         ]
     if part in FINDINGS_PARTS:
         return findings_plan(part, results)
+    if part == "gate":
+        return gate_plan(results)
     raise SystemExit(f"unknown part {part!r}")
+
+
+def gate_plan(results: str) -> list[Step]:
+    """Each committed gate point re-run (benchmarks/h200/gate.py), then the compare table: ~560 s
+    with the engines' start-ups, so give it two calls' budget or name fewer points."""
+    import gate
+
+    needs = {"run": {"transformers": "torch", "llamacpp": "llama_cpp", "vllm": "vllm"}, "train": "torch"}
+    est = {"transformers": 120, "llamacpp": 50, "vllm": 90, "train": 60}
+    steps: list[Step] = [("GGUF file: random-weight F16 (the llama.cpp point)",
+                          [sys.executable, "-m", "llmbench", "models", "path", MODEL, "--format", "gguf",
+                           "--gguf-type", "f16"], 60, "llama_cpp")]
+    for p in gate.GATE:
+        engine = p.rerun[p.rerun.index("--backend") + 1] if "--backend" in p.rerun else "train"
+        need = needs["train"] if engine == "train" else needs["run"][engine]
+        steps.append((f"gate: {p.name} (against {p.run})", gate.rerun_argv(p, results), est[engine], need))
+    steps.append(("gate: llmbench compare, committed records -> this run",
+                  [sys.executable, str(HERE / "gate.py"), "--new", results,
+                   "--base", str(Path(results).parent / "gate-base")], 20, "llmbench"))
+    return steps
 
 
 # -- the study's findings re-tested on the H200 (issue 20; `llmbench findings` reads the records) --
@@ -185,7 +209,8 @@ def findings_plan(part: str, results: str) -> list[Step]:
     raise SystemExit(f"unknown part {part!r}")
 
 
-PARTS = ("vllm", "llamacpp", "llamacpp-long", "serve", "capacity", "gpu-tests", "transformers", *FINDINGS_PARTS)
+PARTS = ("vllm", "llamacpp", "llamacpp-long", "serve", "capacity", "gpu-tests", "transformers",
+         *FINDINGS_PARTS, "gate")
 
 
 def have(module: str) -> bool:
