@@ -18,9 +18,9 @@ out and named in `absent_metrics` with NVML's reason, never written as zero. The
 of a metric is the window-duration-weighted mean over its windows of the mean over its GPUs
 (each GPU's percentage of its own peak; the per-GPU values are in `gpus`).
 
-Measured on an H200 (ENVIRONMENT.md): a 4 GiB device copy at 4.28 TB/s read DRAM bandwidth
-utilisation 85.7%; an 8192^3 bf16 matmul at 659 TFLOP/s read tensor activity 87.5%, DRAM 18%;
-idle 1-4%.
+Read by hand on an H200 on 2026-12-02 (not backed by a committed log; docs/findings.md): a 4 GiB
+device copy at 4.28 TB/s read DRAM bandwidth utilisation 85.7%; an 8192^3 bf16 matmul at 659
+TFLOP/s read tensor activity 87.5%, DRAM 18%; idle 1-4%.
 """
 
 from __future__ import annotations
