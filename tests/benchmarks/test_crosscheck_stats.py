@@ -4,6 +4,8 @@ answers from the H200 run's recorded samples (benchmarks/h200/outputs/llamacpp-c
 copied here, and llmbench's committed record of the same point), medians picked by hand."""
 
 import json
+import math
+import statistics
 import sys
 from pathlib import Path
 
@@ -94,3 +96,43 @@ def test_serve_rounds_combine_to_medians_and_time_ratios_point_the_same_way(tmp_
     assert got["ttft_mean_ms"] == pytest.approx(1.0)
     assert got["tpot_median_ms"] == pytest.approx(4 / 5)
     assert "> 1 = llmbench faster" in capsys.readouterr().out
+
+
+# -- intervals and the CPU gate (issue 37 item 5) -------------------------------------------------
+def _welch_by_hand(base, new):
+    """(change %, CI low %, CI high %) of the mean, 95% Welch, from scipy's t quantile."""
+    from scipy import stats
+
+    mb, mn = statistics.fmean(base), statistics.fmean(new)
+    vb, vn = statistics.variance(base) / len(base), statistics.variance(new) / len(new)
+    df = (vb + vn) ** 2 / (vb ** 2 / (len(base) - 1) + vn ** 2 / (len(new) - 1))
+    h = stats.t.ppf(0.975, df) * math.sqrt(vb + vn)
+    return 100 * (mn - mb) / mb, 100 * (mn - mb - h) / mb, 100 * (mn - mb + h) / mb
+
+
+def test_welch_change_is_compares_interval():
+    # the issue's CPU figures: vLLM's benchmark 0.946-0.952 s, llmbench 0.816-0.823 s
+    tool, ours = [0.946, 0.952, 0.949, 0.950], [0.816, 0.823, 0.819, 0.821]
+    ch = crosscheck_stats.welch_change(tool, ours)
+    pct, lo, hi = _welch_by_hand(tool, ours)
+    assert ch["pct"] == pytest.approx(pct) and ch["ci_pct"] == pytest.approx([lo, hi])
+    assert ch["significant"] and ch["n"] == [4, 4]
+    assert crosscheck_stats.describe_change("x", ch).startswith(f"x: 949.2 -> 819.8 ms, {pct:+.1f}%")
+
+
+def test_the_cpu_gate_compares_each_side_with_the_baseline_run():
+    import vllm_crosscheck
+
+    base = {"vllm": "0.32.0", "model": "smollm2-135m", "input_len": 32, "output_len": 32,
+            "rows": [{"batch_size": 4, "llmbench_s": [0.82, 0.83, 0.81], "vllm_latency_s": [0.95, 0.94, 0.96],
+                      "llm_generate_s": [0.90, 0.91, 0.89]}]}
+    rows = [{"batch_size": 4, "llmbench_s": [0.86, 0.87, 0.85], "vllm_latency_s": [0.95, 0.945, 0.955],
+             "llm_generate_s": [0.90, 0.905, 0.895]},
+            {"batch_size": 8, "llmbench_s": [1.0, 1.1], "vllm_latency_s": [1.2, 1.3], "llm_generate_s": [1.1, 1.2]}]
+    text = vllm_crosscheck.gate_report(base, rows, "base.json")
+    pct, lo, hi = _welch_by_hand([0.82, 0.83, 0.81], [0.86, 0.87, 0.85])
+    line = next(x for x in text.splitlines() if "llmbench batch_latency_s" in x)
+    assert f"820.0 -> 860.0 ms, {pct:+.1f}% [{lo:+.1f}%, {hi:+.1f}%]" in line and "; significant)" in line
+    tool = next(x for x in text.splitlines() if "vllm.benchmarks.latency" in x)
+    assert "no significant change" in tool
+    assert " batch 8: not in the baseline" in text
