@@ -6,8 +6,9 @@ Nothing flagged two moves in llmbench's own engines (the transformers fast path 
 207.2 out tok/s in results/h200/20261203T063725Z-258b5b and 186 two days later on a fresh H200):
 this part of the campaign re-runs the points every release touches and prints the table.
 
-    python3 benchmarks/h200/campaign.py gate --out DIR        # on the H200: re-runs, then compare
-    python3 benchmarks/h200/gate.py --new DIR/records-gate    # the table alone (any machine)
+    python3 benchmarks/h200/campaign.py gate-inference --out DIR   # on the H200, one 10-minute call
+    python3 benchmarks/h200/campaign.py gate-training --out DIR    # a second call
+    python3 benchmarks/h200/gate.py --new DIR/records-gate-inference --points inference  # the table alone
     python3 benchmarks/h200/gate.py --list                    # the points and their records
 
 Each point names one committed record (run directory and point key) and the command that
@@ -86,6 +87,17 @@ GATE = (
 )
 
 
+POINT_SETS = ("inference", "training", "all")
+
+
+def select(which: str = "all") -> tuple[GatePoint, ...]:
+    """The gate's points of one campaign part: `llmbench run` ones, `llmbench train` ones, or all."""
+    if which not in POINT_SETS:
+        raise ValueError(f"{which!r} is not one of {POINT_SETS}")
+    keep = {"inference": ("run",), "training": ("train",), "all": ("run", "train")}[which]
+    return tuple(p for p in GATE if p.rerun[0] in keep)
+
+
 def stage_base(dest: Path, points=GATE, root: Path = COMMITTED) -> list[Path]:
     """Copy each point's committed record into `dest` (the compare's BASE side)."""
     dest.mkdir(parents=True, exist_ok=True)
@@ -107,14 +119,15 @@ def main() -> int:
     ap.add_argument("--new", type=Path, help="the re-run's results directory")
     ap.add_argument("--base", type=Path, help="where to stage the committed records (default: a temporary directory)")
     ap.add_argument("--list", action="store_true", help="the points, their records and commands")
+    ap.add_argument("--points", choices=POINT_SETS, default="all", help="which points the re-run holds")
     a = ap.parse_args()
     if a.list or a.new is None:
-        for p in GATE:
+        for p in select(a.points):
             print(f"{p.name}: {p.record_path().relative_to(REPO)}\n    llmbench {' '.join(p.rerun)}")
         return 0 if a.list else 2
     with tempfile.TemporaryDirectory() as tmp:
         base = a.base or Path(tmp) / "gate-base"
-        stage_base(base)
+        stage_base(base, select(a.points))
         return subprocess.run(compare_argv(base, a.new)).returncode
 
 

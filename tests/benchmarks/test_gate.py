@@ -67,15 +67,21 @@ def test_each_rerun_measures_its_records_point(point):
         assert w["steps"] == int(mine["--steps"][0]) and w["precision"] == "bf16"
 
 
-def test_the_campaign_part_reruns_every_point_then_compares(tmp_path):
-    steps = campaign.plan("gate", str(tmp_path / "records-gate"))
+@pytest.mark.parametrize("which, n", [("inference", 5), ("training", 3)])
+def test_each_campaign_part_reruns_its_points_then_compares(tmp_path, which, n):
+    res = str(tmp_path / f"records-gate-{which}")
+    steps = campaign.plan(f"gate-{which}", res)
     runs = [s for s in steps if s[0].startswith("gate: ") and "compare" not in s[0]]
-    assert len(runs) == len(gate.GATE)
-    for (label, argv, _, _), p in zip(runs, gate.GATE):
-        assert p.name in label and argv[3:] == [*p.rerun, "--results", str(tmp_path / "records-gate")]
+    points = gate.select(which)
+    assert len(runs) == len(points) == n
+    for (label, argv, _, _), p in zip(runs, points):
+        assert p.name in label and argv[3:] == [*p.rerun, "--results", res]
     label, argv, _, _ = steps[-1]
-    assert "compare" in label and argv[-4:] == ["--new", str(tmp_path / "records-gate"), "--base",
-                                                str(tmp_path / "gate-base")]
+    assert "compare" in label and argv[-6:] == ["--new", res, "--points", which, "--base",
+                                                str(tmp_path / f"gate-base-{which}")]
+    # each part fits one 10-minute call of the device tool by its own estimates
+    assert sum(s[2] for s in steps) <= 560
+    assert gate.select("all") == gate.GATE
 
 
 def welch_pct(base: list[float], new: list[float]) -> tuple[float, float, float]:
