@@ -34,8 +34,12 @@ def test_report_sections(store):
     assert fk == "findings" and ck == "counters"
     table = fb[0].table
     assert table.count("<tr class=''>") == len(FINDINGS)
-    assert "Batch 64 vs batch 1 at in/out 2048" in table and "differs" in table
-    assert "cannot run here" in table
+    # batch 64 over 1: 24.9x against the data's 15.3x, contradicted; nothing at 1024: no part holds
+    assert "Batch 64 vs batch 1 at in/out 2048" in table and "<td>contradicted</td>" in table
+    assert "<td>untested</td>" in table        # TP/PP on 4 GPUs
+    assert "26.6x at in/out 2048, as the data has it there: CONTRADICTED" in table
+    # where the own records come from: rec() writes run "own", both sides in it
+    assert "vLLM LLaMA-3-8B, in/out 2048: one run: own (" in table
     counters = cb[1].table
     assert "80%" in counters and "73%" in counters and "they agree" in counters
     assert "30%" in counters and "DISAGREE" in counters
@@ -63,7 +67,9 @@ def test_dashboard_tab_renders_findings_and_counters(store):
         rows = page.locator("#findings-table tbody tr")
         assert rows.count() == len(FINDINGS)
         verdicts = page.locator("#findings-table td.verdict").all_inner_texts()
-        assert "differs" in verdicts and "cannot run here" in verdicts
+        assert "contradicted" in verdicts and "untested" in verdicts
+        assert set(verdicts) <= {"holds", "partly holds", "contradicted", "untested"}
+        assert page.locator("#findings-table th", has_text="own records from").count() == 1
         page.wait_for_function("(document.querySelector('#counters-graph .js-plotly-plot') || {}).data")
         data = page.evaluate(PLOT_DATA_JS, "#counters-graph .js-plotly-plot")
         ys = sorted(y for t in data if t["name"] == "vllm" for y in t["y"])

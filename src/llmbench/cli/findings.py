@@ -29,7 +29,8 @@ def findings(
 ) -> None:
     """Each of LLM-Inference-Bench's findings: the published figure, the same quantity from the
     study's data and from your records, each against its own hardware's roofline, the GPU's DRAM
-    counter beside the bound, and a verdict: holds, differs (by how much, why), cannot run here."""
+    counter beside the bound, which run(s) each own figure comes from, and a verdict from the
+    claim's parts: holds, partly holds (which part), contradicted, untested (why)."""
     from llmbench.analysis import findings as fmod
 
     if format not in ("text", "markdown", "json"):

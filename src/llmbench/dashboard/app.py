@@ -378,8 +378,7 @@ table{border-collapse:collapse;font-size:12.5px;width:100%} th{background:#eef1f
 padding:6px 8px;position:sticky;top:0} td{padding:5px 8px;border-top:1px solid #eef0f4}
 tr.pareto td{background:#fff8e1} td{white-space:nowrap} table.ranked td:nth-child(5){white-space:normal;min-width:200px} .tablewrap{max-height:460px;overflow:auto;margin-top:6px}
 .findings-tab{padding:14px 18px;background:#fff} table.findings td{white-space:normal;vertical-align:top;
-max-width:380px} td.verdict.holds{color:#1b7f3b} td.verdict.differs{color:#b35c00} td.verdict.cannot{color:#8a1c1c}
-td.verdict.notyet{color:#5a6478}
+max-width:380px} td.verdict.holds{color:#1b7f3b} td.verdict.partly{color:#b35c00} td.verdict.contradicted{color:#8a1c1c} td.verdict.untested{color:#5a6478}
 details.points{margin-top:6px;font-size:12.5px} details.points summary{cursor:pointer;color:#2f4f8f}
 """
 

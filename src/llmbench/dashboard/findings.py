@@ -15,8 +15,9 @@ from llmbench.report import findings as fv
 def layout(results: Path | str) -> html.Div:
     return html.Div([
         html.P("Each finding of LLM-Inference-Bench: the published figure, the same quantity from the "
-               "study's data and from your records (each against its own hardware's roofline), and the "
-               "verdict. Below: every GPU record's roofline efficiency beside the DRAM utilisation the "
+               "study's data and from your records (each against its own hardware's roofline), each "
+               "part of the claim with its outcome, the verdict that follows from the parts (holds, partly "
+               "holds, contradicted, untested), and the run(s) your records come from. Below: every GPU record's roofline efficiency beside the DRAM utilisation the "
                "GPU itself measured (NVML GPM).", className="help"),
         dcc.Loading(html.Div(id="findings-out", children=html.P("open this tab to compute", className="help"))),
     ], className="findings-tab")

@@ -2,7 +2,8 @@
 live dashboard alike (analysis/findings.py computes; this lays it out).
 
 - findings: one row per finding of the study: published figure, the study's data, own records
-  (each against its own roofline), the verdict and why;
+  (each against its own roofline), the verdict, each part of the claim with its outcome, and
+  which run(s) the own records come from;
 - counters: every own GPU record's roofline efficiency beside the DRAM utilisation the GPU
   itself measured over the same window (measure/gpm.py), with the check in words; a figure
   puts one against the other with the line where they would be equal.
@@ -117,4 +118,5 @@ def counters_figure(rows: list[dict[str, Any]], height: int = 460):
     return fig
 
 
-VERDICT_CLASS = {"holds": "holds", "differs": "differs", "cannot run here": "cannot", "not measured": "notyet"}
+# the verdict's CSS class (dashboard/app.py colours them), one per word of analysis/verdict.py
+VERDICT_CLASS = {"holds": "holds", "partly holds": "partly", "contradicted": "contradicted", "untested": "untested"}
