@@ -26,8 +26,11 @@ llamacpp-crosscheck.json and record results/h200/20261201T211303Z-a4557a), from 
   decode back to back after a memory clear: from the second on, the graph is reused. llmbench's
   prompt follows the previous repeat's 128 single-token decodes, so its prompt graph is rebuilt
   every repeat, and `t_p_eval` holds that host work (the decode steps, all of one shape, reuse
-  theirs: tg agrees, 0.98-1.00). `benchmarks/llamacpp_graph_reuse.py` measures the rebuild's
-  cost on the CPU build.
+  theirs: tg agrees, 0.98-1.00). This is read from the code, not yet confirmed by a measurement:
+  `benchmarks/llamacpp_graph_reuse.py` on the shared 2-core CPU (SmolLM2, 8-token prompt; log
+  docs/data/llamacpp-graph-reuse-cpu-20261204.txt) read rebuild - reuse +1.7 ms in one run and
+  -2.0 ms in the next, noise larger than the effect; on the H200 (`--gpu-layers 99`, the point's
+  --prompt 128) the host part stands alone and decides it.
 - what does not differ at this point: n_batch / n_ubatch (llmbench 512 / 512, llama-bench 2048 /
   512: a 128-token prompt is one ubatch either way), flash attention (on both sides), threads
   (the same count given to both), the tokens' logits (only the last token's on both sides), the

@@ -89,6 +89,8 @@ def main() -> None:
     a = ap.parse_args()
     import llama_cpp as ll
 
+    quiet = ll.llama_log_callback(lambda level, text, user_data: None)
+    ll.llama_log_set(quiet, None)  # llama.cpp's load and graph logs would flood the output
     path = a.gguf
     if path is None:
         from llmbench.models.sources import model_path
