@@ -40,7 +40,10 @@ def did_you_mean(word: object, choices, n: int = 1) -> str:
 
     if not isinstance(word, str):
         return ""
-    close = difflib.get_close_matches(word.lower(), [str(c).lower() for c in choices], n=n, cutoff=0.6)
+    lower = [str(c).lower() for c in choices]
+    # a part of the full name ('H200' for 'NVIDIA H200') first, then the near misses
+    part = sorted((c for c in lower if word and word.lower() in c), key=len)
+    close = list(dict.fromkeys(part + difflib.get_close_matches(word.lower(), lower, n=n, cutoff=0.6)))[:n]
     by_lower = {str(c).lower(): str(c) for c in choices}
     return f" (did you mean {' or '.join(repr(by_lower[c]) for c in close)}?)" if close else ""
 

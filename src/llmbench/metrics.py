@@ -14,7 +14,8 @@ from typing import Literal
 
 from llmbench.measure.stats import summarize
 from llmbench.measure.timeline import BatchTiming, RequestTimeline
-from llmbench.store.record import MetricStats
+from llmbench.measure.metric_stats import MetricStats
+from llmbench.numfmt import fmt
 from llmbench.store.store import STATS
 
 Direction = Literal["higher", "lower", "none"]
@@ -192,7 +193,37 @@ CATALOG: dict[str, Metric] = {m.name: m for m in (
        "tokens_per_s / (devices x the one-device tokens_per_s)"),
     _M("speedup_vs_dense", "ratio", "Speed-up over dense", "vs dense", "higher",
        "tokens_per_s / the dense point's tokens_per_s"),
+    # -- the GPU's own counters over the measured window (measure/gpm.py): one value a record,
+    # stored as the flat column of the same name (no stats)
+    _M("gpu_dram_bw_util_pct", "%", "DRAM bandwidth utilisation, NVML GPM (%)", "DRAM %", "none",
+       "the DRAM bandwidth the GPU itself measured, as a share of its peak"),
+    _M("gpu_sm_util_pct", "%", "SM utilisation, NVML GPM (%)", "SM %", "none",
+       "the share of time the streaming multiprocessors were busy"),
+    _M("gpu_sm_occupancy_pct", "%", "SM occupancy, NVML GPM (%)", "occupancy %", "none",
+       "resident warps as a share of the maximum"),
+    _M("gpu_tensor_util_pct", "%", "Tensor-core utilisation, NVML GPM (%)", "tensor %", "none",
+       "the share of time the tensor cores were busy"),
 )}
+
+# What a table shows first for each record kind (the report's kind tables, `llmbench results`),
+# as flat columns, the most telling first: a narrow terminal keeps the left ones.
+SHOWN_FIRST: dict[str, tuple[str, ...]] = {
+    "inference": ("output_throughput_tok_s_mean", "batch_latency_s_mean", "ttft_s_p50", "tpot_s_p50",
+                  "total_throughput_tok_s_mean", "request_throughput_req_s_mean",
+                  "roofline_efficiency_total_throughput_tok_s", "gpu_dram_bw_util_pct"),
+    "serving": ("output_throughput_tok_s_mean", "ttft_s_p50", "ttft_s_p99", "tpot_s_p50", "e2e_s_p50",
+                "request_throughput_req_s_mean", "goodput_req_s_mean", "gpu_dram_bw_util_pct"),
+    "perplexity": ("perplexity_mean", "nll_per_token_mean", "scored_tokens_mean",
+                   "eval_throughput_tok_s_mean"),
+    "training": ("tokens_per_s_mean", "tflops_mean", "mfu_mean", "step_time_s_mean",
+                 "mem_peak_gib_mean", "avg_power_w_mean", "scaling_efficiency_mean",
+                 "roofline_efficiency_tokens_per_s", "gpu_dram_bw_util_pct"),
+}
+# A metric's statistics in the order a reader wants them (a suggestion lists the first).
+STATS_FIRST = ("mean", "median", "p50", "p90", "p99", "p95", "min", "max", "std", "ci95_low",
+               "ci95_high", "n")
+# Units whose values are counts: shown whole.
+_COUNTS = {"req", "requests", "tokens", "batches"}
 
 # Families: one rule each, derived from the base metric's entry.
 _TURN = re.compile(r"^(?P<base>.+)_turn(?P<n>\d+)$")
@@ -246,10 +277,48 @@ def split_column(col: str) -> tuple[Metric, str] | None:
     return None
 
 
+def shown_first(kinds) -> list[str]:
+    """The columns SHOWN_FIRST names for these kinds, each once, in the kinds' order."""
+    return list(dict.fromkeys(c for k in kinds for c in SHOWN_FIRST.get(k, ())))
+
+
+def _column_metric(col: str) -> tuple[Metric, str] | None:
+    """A flat column's metric and stat ('value' for a one-value column: a GPU counter, a
+    roofline efficiency, whose unit is a ratio)."""
+    if col.startswith(ROOFLINE_EFFICIENCY):
+        m = metric(col[len(ROOFLINE_EFFICIENCY):])
+        return (replace(m, unit="ratio"), "value") if m else None
+    if col.startswith("gpu_") and col in CATALOG:
+        return CATALOG[col], "value"
+    return split_column(col)
+
+
+def format_value(col: str, v) -> str:
+    """A flat column's value as a table shows it, by its metric's unit: a ratio or fraction as
+    a percentage (0.394 -> 39.4%), a '%' reading whole (30.86 -> 31%), a count whole, anything
+    else to 3 significant digits (numfmt.fmt); '–' for none. A column no metric explains is
+    shown as it is."""
+    if v is None or (isinstance(v, float) and v != v):
+        return "–"
+    found = _column_metric(col)
+    if found is None or isinstance(v, bool) or not isinstance(v, (int, float)):
+        return str(v)
+    m, st = found
+    if st == "n" or m.unit in _COUNTS:
+        return f"{v:,.0f}"
+    if m.unit in ("ratio", "fraction"):
+        return f"{v:.1%}"
+    if m.unit == "%":
+        return f"{v:.0f}%"
+    return fmt(float(v))
+
+
 def column_header(col: str) -> str | None:
     """A table's header for a flat column: the metric's short name, with a stat other than the
     mean before its unit ('TTFT p50 s'); the roofline efficiency of a metric as 'efficiency
-    (out)'. None for a column that is no catalogued metric."""
+    (out)'; a GPU counter's short name. None for a column that is no catalogued metric."""
+    if col.startswith("gpu_") and col in CATALOG:
+        return CATALOG[col].short
     if col.startswith(ROOFLINE_EFFICIENCY):
         m = metric(col[len(ROOFLINE_EFFICIENCY):])
         return f"efficiency ({_short_stem(m)})" if m else None

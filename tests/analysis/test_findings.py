@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from llmbench.analysis import findings as F
-from llmbench.store.record import BackendInfo, HardwareInfo, MetricStats, ModelInfo, Record, Roofline
+from llmbench.measure.metric_stats import MetricStats
+from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record, Roofline
 from llmbench.store.store import Store
 
 REF = Path(__file__).resolve().parents[3] / "shared" / "reference" / "llm-inference-bench"

@@ -213,7 +213,7 @@ def test_greedy_text_matches_llamacpp():
 @needs_transformers
 @needs_smollm2
 def test_perplexity_close_to_llamacpp(tmp_path):
-    from llmbench.kinds.inference.prompts import bundled_text
+    from llmbench.data import bundled_text
 
     text = tmp_path / "text.txt"  # the first ~400 tokens of the bundled text: 3 windows
     text.write_text(bundled_text()[:2000], encoding="utf-8")

@@ -167,9 +167,10 @@ def test_find_max_rate_on_llamacpp_brackets_the_slo(tmp_path):
     lo, hi = search["low_req_s"], search["high_req_s"]
     assert lo is not None and hi is not None and lo < hi, (service_s, search)
     by_rate = {r["workload"]["request_rate"]: r for r in recs}
-    assert by_rate[lo]["serving"]["slo_met_fraction"] >= 0.5 or \
+    # a point run in full is judged on its steady window (loadgen/steady.py), a stopped one by its stop
+    assert by_rate[lo]["serving"]["steady"]["meets"] or \
         any("clearly under" in n for n in by_rate[lo]["notes"])
     missed = by_rate[hi]
-    assert missed["serving"]["slo_met_fraction"] < 0.5 or \
+    assert missed["serving"]["steady"]["meets"] is False or \
         any("clearly over" in n or "server is saturated" in n for n in missed["notes"])
     assert "capacity:" in p.stdout

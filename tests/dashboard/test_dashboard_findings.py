@@ -44,8 +44,8 @@ def test_report_sections(store):
     assert "80%" in counters and "73%" in counters and "they agree" in counters
     assert "30%" in counters and "DISAGREE" in counters
     fig = cb[0].fig
-    pts = [t for t in fig.data if t.mode == "markers"]
-    assert sorted(y for t in pts for y in t.y) == [30.0, 80.0]
+    pts = [t for t in fig.data if t["mode"] == "markers"]  # a figures.Fig: plain dicts
+    assert sorted(y for t in pts for y in t["y"]) == [30.0, 80.0]
 
 
 @pytest.mark.browser

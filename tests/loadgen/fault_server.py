@@ -38,6 +38,7 @@ class FaultServer:
         # under Poisson arrivals: each answer holds its slot ttft_s + (n - 1) * itl_s)
         self.serial = serial or slots is not None
         self.slots = slots or 1
+        self.holds_s: list[float] = []   # slots: how long each answer held its slot (server clock)
         self.waiting = 0
         self._lock: asyncio.Semaphore | None = None
         # metrics=True: a vLLM-style Prometheus /metrics counting what this server really sent
@@ -125,10 +126,12 @@ class FaultServer:
                     await self._lock.acquire()
                 finally:
                     self.waiting -= 1
+                t_held = time.perf_counter()
                 try:
                     return await self._respond(request)
                 finally:
                     self._lock.release()
+                    self.holds_s.append(time.perf_counter() - t_held)
             return await self._respond(request)
         finally:
             self.running -= 1

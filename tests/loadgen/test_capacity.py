@@ -42,20 +42,25 @@ def resp(t_first, t_last, status=200, error=None):
     return r
 
 
-def test_watch_stops_clearly_over_and_clearly_under():
-    w = PointWatch(10, {"ttft_s": 0.1}, 0.9)             # 1 miss of 10 allowed
+def test_watch_stops_clearly_over_and_clearly_under_on_its_steady_window():
+    w = PointWatch(20, {"ttft_s": 0.1}, 0.9)   # window: arrivals 4..17 (14), 1 miss allowed
+    assert (w.first, w.end, w.allowed_misses, w.needed_hits) == (4, 18, 1, 13)
     w.on_send(0.0)
-    w.on_done(resp(0.5, 0.6), 0.0)
+    for i in (0, 1, 2, 3, 18, 19):              # warm-up and drain misses do not count
+        w.on_done(resp(0.5, 0.6), 0.0, i)
+    w.on_done(resp(0.5, 0.6), 0.0, 4)
     assert w.stop_reason is None
-    w.on_done(resp(0.01, 0.02, error="timeout"), 0.0)
+    w.on_done(resp(0.01, 0.02, error="timeout"), 0.0, 5)
     assert w.stop_reason == "over"
-    w = PointWatch(10, {"ttft_s": 0.1, "e2e_s": 1}, 0.9)
-    for _ in range(9):
-        w.on_done(resp(0.01, 0.05), 0.0)                  # ended within both: surely met
+    w = PointWatch(20, {"ttft_s": 0.1, "e2e_s": 1}, 0.9)
+    for i in range(4, 16):
+        w.on_done(resp(0.01, 0.05), 0.0, i)               # ended within both: surely met
+    assert w.stop_reason is None                           # 12 of the 13 needed
+    w.on_done(resp(0.01, 0.05), 0.0, 16)
     assert w.stop_reason == "under"
-    w = PointWatch(10, {"tpot_s": 0.1}, 0.9)              # TPOT unknown until parsed: never "under"
-    for _ in range(10):
-        w.on_done(resp(0.01, 0.05), 0.0)
+    w = PointWatch(20, {"tpot_s": 0.1}, 0.9)              # TPOT unknown until parsed: never "under"
+    for i in range(20):
+        w.on_done(resp(0.01, 0.05), 0.0, i)
     assert w.stop_reason is None
 
 
@@ -69,7 +74,7 @@ def replay(w, arrivals, departures, lag=lambda i: 0.0, ttft=0.037):
         if kind == 0:
             w.on_send(t, t + lag(i))
         else:
-            w.on_done(resp(min(arrivals[i] + ttft, t), t), arrivals[i])
+            w.on_done(resp(min(arrivals[i] + ttft, t), t), arrivals[i], i)
         if w.stop_reason:
             return t
     return None
@@ -156,10 +161,11 @@ def test_a_point_clearly_over_stops_early_and_cancels_what_is_in_flight():
     with FaultServer(["ok"], ttft_s=0.3) as s:
         ep = Endpoint.parse(s.url)
         reqs = [encode_request(ep, RequestSpec("p", 1, 2), "m", "completions")]
-        w = PointWatch(40, {"ttft_s": 0.05}, 0.9)          # 4 misses allowed
+        # steady window: arrivals 8..35 (28), 2 misses allowed
+        w = PointWatch(40, {"ttft_s": 0.05}, 0.9)
         res = run_sync(run_load(ep, reqs, Schedule(rate=20, num_prompts=40), watch=w))
     assert w.stop_reason == "over"
-    assert w.misses == 5 and len(res.sent) >= 5 and w.cancelled > 0
+    assert w.misses == 3 and len(res.sent) >= 11 and w.cancelled > 0
     assert len(res.sent) + w.cancelled < 40
     # what was sent either answered or was cancelled, nothing twice
     assert len(res.sent) + w.cancelled == len(w._t)

@@ -20,5 +20,7 @@ def test_report_names_contended_points(tmp_path):
     rep = write_report(tmp_path / "res", tmp_path / "rep", png=False)
     html = rep.html.read_text()
     assert "<b>1</b><span>contended</span>" in html
-    assert ("1 point(s) were measured while other work shared the machine (see each record's "
-            "env.contention): k1</p>") in html
+    # counted by kind, with the command that lists them: never a list of raw point keys
+    assert ("1 point(s) were measured while other work shared the machine (each record's "
+            "env.contention says what) (inference 1; <code>llmbench results --where contended"
+            "</code> lists them)</p>") in html

@@ -71,7 +71,9 @@ def test_perplexity_table_tells_configurations_apart(tmp_path):
     for ctx, ppl in ((512, 11.7), (1024, 10.2), (1024, 10.4)):
         s.write(perplexity_record(ppl, ctx))
     rows, note = kind_table(data_mod.load(tmp_path).df, "perplexity")
-    assert [r["context len"] for r in rows] == ["512", "1024"]  # numeric order, duplicates merged
+    # numeric order, duplicates merged; the one setting said in every row
+    assert [r["settings"] for r in rows] == ["context len 512 · stride 256",
+                                             "context len 1024 · stride 512"]
     assert rows[1]["perplexity"] == "10.3" and rows[1]["records"] == "2"
     assert note == "every row: model smollm2-135m"
 

@@ -26,7 +26,8 @@ def test_report_shows_roofline_versions_and_short_energy_windows(tmp_path):
             "1 record(s); today's is 3). 1 record(s) carry an older version") in html
     assert "llmbench annotate --results DIR" in html
     # both records' batches lasted 0.83-0.85 s, each its own energy window
-    assert "2 point(s) read their energy over a window under 2 s" in html and "k-new, k-old" in html
+    assert "2 point(s) read their energy over a window under 2 s" in html
+    assert "(inference 2; <code>llmbench results --where energy_short_window</code>" in html
     rows, _ = tables.kind_table(data.load(tmp_path / "res").df, "inference")
     # one configuration, two versions: never merged into one mean
     assert sorted((r["roofline v"], r["efficiency (total)"]) for r in rows) == [

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from llmbench.metrics import direction
-from llmbench.store.record import MetricStats, Record
+from llmbench.measure.metric_stats import MetricStats
+from llmbench.store.record import Record
 
 # Fields that describe how a run was done, not what was measured.
 RUN_SPECIFIC = {"repeats", "warmups", "seed", "timeout_s", "requests_sent", "duration_s",

@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from llmbench.cli.common import fmt, out
-from llmbench.errors import SpecError
+from llmbench.errors import SpecError, did_you_mean
 from llmbench.store.record import Record
 from llmbench.store.store import DEFAULT_RESULTS, Store
 
@@ -34,7 +34,9 @@ def select(selector: Optional[str], where: Optional[str], results: Path, side: s
     elif (results / selector).is_dir():
         store = Store(results / selector)
     else:
-        raise SpecError([(side, f"{selector!r} is neither a directory nor a run id in {results}")])
+        runs = [p.name for p in results.iterdir() if p.is_dir()] if results.is_dir() else []
+        raise SpecError([(side, f"{selector!r} is neither a directory nor a run id in {results}"
+                                f"{did_you_mean(selector, runs, n=2)}")])
     if not where:
         recs = store.records()
     else:
@@ -44,6 +46,15 @@ def select(selector: Optional[str], where: Optional[str], results: Path, side: s
         raise SpecError([(side, f"no records selected ({selector or results}"
                                 f"{', where ' + where if where else ''})")])
     return recs
+
+
+def _check_metric(name: str, recs: list[Record]) -> None:
+    """--metric must name a metric the selected records carry (else every point would read 'no
+    pair'), with the nearest names."""
+    have = sorted({m for r in recs for m in r.metrics})
+    if name not in have:
+        raise SpecError([("--metric", f"no selected record has the metric {name!r}"
+                                      f"{did_you_mean(name, have, n=3)}")])
 
 
 def compare_cmd(
@@ -77,6 +88,8 @@ def compare_cmd(
 
     b = select(base, both(where, base_where), results, "BASE")
     n = select(new, both(where, new_where), results, "NEW")
+    if metric is not None:
+        _check_metric(metric, b + n)
     cmp = compare(b, n, allow=set(allow_diff), metric=metric, min_change_pct=min_change)
     if not cmp.points:
         raise SpecError([("BASE/NEW", f"no point of BASE ({len(b)} records) pairs with one of NEW "

@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from llmbench.errors import SpecError
+from llmbench.errors import SpecError, did_you_mean
 from llmbench.store.store import DEFAULT_RESULTS
 
 
@@ -38,6 +38,8 @@ def findings(
     for name, p in (("--results", results), ("--reference", reference)):
         if p is not None and not p.is_dir():
             raise SpecError([(name, f"{p} is not a directory")])
+    if hardware is not None:
+        _check_hardware(results, hardware)
     fs = fmod.load(results, reference, hardware)
     if format == "json":
         sys.stdout.write(json.dumps([f.as_dict() for f in fs], indent=1, default=str) + "\n")
@@ -45,3 +47,16 @@ def findings(
         sys.stdout.write(fmod.markdown(fs))
     else:
         sys.stdout.write(fmod.text(fs) + "\n")
+
+
+def _check_hardware(results: Path, hardware: str) -> None:
+    """A --hardware that names none of the own records' hardware is a usage error (every
+    finding would read 'not measured'), with the nearest name."""
+    from llmbench.store.store import Store
+
+    rel = Store(results).query("kind = 'inference' AND source_tool IS NULL AND hardware IS NOT NULL")
+    names = sorted({r[0] for r in rel.select("hardware").fetchall()})
+    if hardware not in names:
+        raise SpecError([("--hardware", f"no records for hardware {hardware!r} in {results}"
+                          f"{did_you_mean(hardware, names, n=3)}"
+                          + (f"; the records' hardware: {', '.join(names)}" if names else ""))])

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -16,6 +17,10 @@ def register(app: typer.Typer) -> None:
 def report(
     results: Path = typer.Option(DEFAULT_RESULTS, "--results", help="results directory"),
     out_dir: Path = typer.Option(Path("llmbench-report"), "--out", help="where to write the report"),
+    reference: Optional[Path] = typer.Option(
+        None, "--reference", help="the study, for the findings section: an imported results "
+        "directory (llmbench import llm-inference-bench) or the published data directory itself "
+        "(as `llmbench findings --reference`); default: --results"),
     png: bool = typer.Option(True, "--png/--no-png", help="also write figures/<name>.png"),
 ) -> None:
     """Write a self-contained offline HTML report (plus PNG figures) of every stored result."""
@@ -26,7 +31,9 @@ def report(
                           "pip install 'llmbench[dashboard]'")]) from None
     if not results.exists():
         raise SpecError([("--results", f"{results} does not exist")])
-    rep = write_report(results, out_dir, png=png)
+    if reference is not None and not reference.is_dir():
+        raise SpecError([("--reference", f"{reference} is not a directory")])
+    rep = write_report(results, out_dir, png=png, reference=reference)
     for n in rep.notes:
         console.print(f"[yellow]note:[/] {n}")
     if rep.pngs:

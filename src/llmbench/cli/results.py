@@ -13,21 +13,10 @@ from rich.table import Table
 
 from llmbench.cli.common import fmt, out
 from llmbench.errors import SpecError
-from llmbench.metrics import column_header
-from llmbench.store.columns import distinguishing, said_once
+from llmbench.metrics import STATS_FIRST, column_header, format_value, shown_first
+from llmbench.columns import distinguishing, said_once
 from llmbench.store.store import DEFAULT_RESULTS, Store
 
-# The headline metric columns a table shows when a record has them, headed by the catalog's
-# short names (metrics.column_header: a header with spaces can wrap, a number never should).
-# The most telling first: a narrow terminal keeps the left ones.
-METRIC_COLUMNS = (
-    "output_throughput_tok_s_mean", "batch_latency_s_mean", "ttft_s_p50", "tpot_s_p50",
-    "total_throughput_tok_s_mean", "request_throughput_req_s_mean", "perplexity_mean",
-    "tokens_per_s_mean", "tflops_mean", "mfu_mean", "roofline_efficiency_output_throughput_tok_s",
-    "roofline_efficiency_tokens_per_s",
-)
-# The hardware's own reading beside the model's efficiency (measure/gpm.py), when a row has it.
-COUNTER_COLUMNS = ("gpu_dram_bw_util_pct",)
 # Flags the default table adds when any row raises them: a contended point (other work shared
 # the machine while it was measured, measure/contention) must never pass as clean, nor an ITL
 # whose gaps the client bunched (importers/common.py mark_bunching, loadgen/bunching.py), nor a
@@ -37,13 +26,15 @@ FLAG_COLUMNS = ("contended", "throttled", "energy_short_window", "itl_s_client_l
                 "itl_per_chunk_s_client_limited")
 # Shown whenever a row has one: which roofline version its bound and efficiency come from.
 VERSION_COLUMNS = ("roofline_version",)
-# Beyond the configuration that tells rows apart, what the default table shows when rows have it.
-TABLE_COLUMNS = (*METRIC_COLUMNS, *COUNTER_COLUMNS, *FLAG_COLUMNS, *VERSION_COLUMNS)
+# Beyond the configuration that tells rows apart and the metrics the catalog shows first for the
+# rows' kinds (metrics.SHOWN_FIRST), what the default table shows when rows have it.
+TABLE_COLUMNS = (*FLAG_COLUMNS, *VERSION_COLUMNS)
 SHORT = {"batch_size": "batch", "input_len": "in", "output_len": "out", "concurrency": "conc",
          "request_rate": "rate", "hardware_count": "devices", "tensor_parallel": "TP",
          "pipeline_parallel": "PP", "created_at": "created", "roofline_version": "roofline v",
          "energy_short_window": "energy <2 s", "itl_s_client_limited": "ITL client-limited",
-         "itl_per_chunk_s_client_limited": "ITL client-limited", "gpu_dram_bw_util_pct": "DRAM util %"}
+         "itl_per_chunk_s_client_limited": "ITL client-limited"}
+KINDS = ("inference", "serving", "perplexity", "training")
 MAX_TEXT_WIDTH = 32  # a model path is ellipsised past this; numbers are never cut
 
 
@@ -108,7 +99,7 @@ def _results(results: Path, format: str, where: str | None, sort: str | None, li
     if not rows:
         out.print(f"no records in {results}" + (f" matching {where}" if where else ""))
         return
-    cells = {c: [_cell(v) for v in col] for c, col in zip(cols, zip(*rows))}
+    cells = {c: [_cell(c, v) for v in col] for c, col in zip(cols, zip(*rows))}
     numeric = {c for c, col in zip(cols, zip(*rows))
                if all(isinstance(v, (int, float)) or v is None for v in col)}
     if chosen:
@@ -116,9 +107,10 @@ def _results(results: Path, format: str, where: str | None, sort: str | None, li
     else:
         show, same, headers = compact_columns(cols, rows, cells)
     # Kept whatever the width: the sort key and the first two metrics.
+    metric_cols = set(shown_first(KINDS))
     must = [c for c in show if c == (sort or "").lstrip("-")] + \
-        [c for c in show if c in METRIC_COLUMNS][:2]
-    show, dropped = fit_columns(show, must, cells, numeric, headers, out.width)
+        [c for c in show if c in metric_cols][:2]
+    show, dropped = fit_columns(show, must, cells, numeric, headers, out.width, metric_cols)
     shown = f"{len(rows)} of {total}" if len(rows) < total else f"{total}"
     caption = [x for x in (_same_caption(same), dropped and
                f"left out for the terminal's width: {', '.join(dropped)} (--columns picks)") if x]
@@ -142,7 +134,7 @@ def _header(c: str) -> str:
 
 
 def fit_columns(show: list[str], must: list[str], cells: dict[str, list[str]], numeric: set[str],
-                headers: dict[str, str], width: int) -> tuple[list[str], list[str]]:
+                headers: dict[str, str], width: int, metric_cols: set[str]) -> tuple[list[str], list[str]]:
     """Leave columns out until every cell fits whole in `width` characters (rich would
     otherwise shorten every column alike, numbers included: "3.…"): first the later metrics,
     then configuration columns from the right, the `must` columns last."""
@@ -154,8 +146,8 @@ def fit_columns(show: list[str], must: list[str], cells: dict[str, list[str]], n
     def need(cs):
         return 1 + sum(col_width(c) + 3 for c in cs)  # padding either side and a border
 
-    metrics = [c for c in show if c in METRIC_COLUMNS and c not in must]
-    config = [c for c in show if c not in METRIC_COLUMNS and c not in must]
+    metrics = [c for c in show if c in metric_cols and c not in must]
+    config = [c for c in show if c not in metric_cols and c not in must]
     kept = set(show)
     for c in [*reversed(metrics), *reversed(config), *reversed(must)]:
         if need([k for k in show if k in kept]) <= width or len(kept) == 1:
@@ -167,7 +159,7 @@ def fit_columns(show: list[str], must: list[str], cells: dict[str, list[str]], n
 def compact_columns(cols: list[str], rows: list[tuple], cells: dict[str, list[str]]
                     ) -> tuple[list[str], dict[str, object], dict[str, str]]:
     """What the default table shows: the configuration columns that differ between the rows
-    (each said once: store.columns.said_once), then the headline metrics any row has, with
+    (each said once: columns.said_once), then the headline metrics any row has, with
     their headers; identity values shared by every row come back separately, for one caption
     line."""
     def values(c):
@@ -175,8 +167,8 @@ def compact_columns(cols: list[str], rows: list[tuple], cells: dict[str, list[st
         return [r[i] for r in rows]
 
     varying, same = distinguishing(cols, values)
-    metrics = [c for c in (*METRIC_COLUMNS, *COUNTER_COLUMNS)
-               if c in cols and any(x is not None for x in values(c))]
+    kinds = dict.fromkeys(values("kind")) if "kind" in cols else KINDS
+    metrics = [c for c in shown_first(kinds) if c in cols and any(x is not None for x in values(c))]
     flags = [c for c in FLAG_COLUMNS if c in cols and c not in varying and any(values(c))]
     versions = [c for c in VERSION_COLUMNS if c in cols and any(x is not None for x in values(c))]
     show, headers = said_once(varying, cells.__getitem__, _header)
@@ -193,10 +185,25 @@ def _same_caption(same: dict[str, object]) -> str | None:
 def _check_column(c: str, cols: list[str], flag: str) -> str:
     if c in cols:
         return c
-    near = difflib.get_close_matches(c, cols, n=3, cutoff=0.6)
-    hint = f"; did you mean {', '.join(near)}?" if near else \
+    raise SpecError([(flag, f"no column {c!r}{column_hint(c, cols)}")])
+
+
+def column_hint(c: str, cols: list[str]) -> str:
+    """'; did you mean X, Y?': a metric's useful statistics first (its mean and median before
+    its n or std), else the nearest names."""
+    bases = list(dict.fromkeys(col[:-len(st) - 1] for col in cols for st in STATS_FIRST
+                               if col.endswith("_" + st)))
+    metrics = [b for b in bases if b == c] or [b for b in bases if b.startswith(c)] or \
+        difflib.get_close_matches(c, bases, n=2, cutoff=0.6)
+    near = difflib.get_close_matches(c, cols, n=2, cutoff=0.9) or \
+        [f"{b}_{st}" for b in metrics[:2] for st in ("mean", "median") if f"{b}_{st}" in cols] \
+        or sorted(difflib.get_close_matches(c, cols, n=6, cutoff=0.6), key=_stat_rank)[:3]
+    return f"; did you mean {', '.join(near)}?" if near else \
         "; `llmbench results --format csv | head -1` lists the columns"
-    raise SpecError([(flag, f"no column {c!r}{hint}")])
+
+
+def _stat_rank(col: str) -> int:
+    return next((i for i, st in enumerate(STATS_FIRST) if col.endswith("_" + st)), len(STATS_FIRST))
 
 
 def _order_by(sort: str, cols: list[str]) -> str:
@@ -217,12 +224,16 @@ def _pick_columns(spec: str, cols: list[str]) -> list[str]:
     return [_check_column(c, cols, "--columns") for c in want]
 
 
-def _cell(v) -> str:
+def _cell(col: str, v) -> str:
     if isinstance(v, bool):
         return str(v).lower()
+    if v is None:
+        return ""
+    if isinstance(v, (int, float)) and column_header(col):  # a metric: by its catalog unit
+        return format_value(col, v)
     if isinstance(v, float):
         return fmt(v)
-    return "" if v is None else str(v)
+    return str(v)
 
 
 def _csv_safe(v):

@@ -10,10 +10,9 @@ from rich.table import Table
 
 from llmbench.cli.common import console, out, pm
 from llmbench.cli.flags import int_list, parse_assignments, parse_list
-from llmbench.cli.tail import outcome, pipeline_executor, run_points
+from llmbench.cli.tail import check_run_id, outcome, pick_point, pipeline_executor, run_points
 from llmbench.errors import SpecError
 from llmbench.hardware.device import DEVICE_HELP
-from llmbench.launch.pipeline import check_run_id, pick_point
 from llmbench.kinds.inference.spec import SweepSpec, load_spec
 from llmbench.store.store import DEFAULT_RESULTS
 

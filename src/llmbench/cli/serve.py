@@ -11,8 +11,9 @@ from rich.table import Table
 
 from llmbench.cli.common import console, out
 from llmbench.cli.flags import int_list, parse_list
-from llmbench.cli.tail import outcome, run_points
+from llmbench.cli.tail import check_run_id, outcome, pick_point, run_points
 from llmbench.errors import SpecError
+from llmbench.loadgen.patterns import PATTERNS
 from llmbench.store.store import DEFAULT_RESULTS
 
 
@@ -29,6 +30,9 @@ def serve(
     api: str = typer.Option("completions", "--api", help="completions | chat"),
     tokenizer: Optional[str] = typer.Option(None, "--tokenizer", help="NAME|PATH (default: the model's)"),
     dataset: Optional[Path] = typer.Option(None, "--dataset", help="ShareGPT-format JSON file"),
+    pattern: Optional[str] = typer.Option(None, "--pattern", help="load pattern: " + ", ".join(PATTERNS)
+                                          + " (default: the one --trace, --rate or --concurrency implies)"),
+    pattern_opt: list[str] = typer.Option([], "--pattern-opt", help="KEY=VALUE: an option of --pattern's own (repeat)"),
     trace: Optional[Path] = typer.Option(None, "--trace", help="replay a timestamped trace: Mooncake JSONL, Azure or BurstGPT CSV"),
     trace_format: str = typer.Option("auto", "--trace-format", help="auto | mooncake | azure | burstgpt"),
     trace_speedup: float = typer.Option(1.0, "--trace-speedup", help="replay the trace this many times faster"),
@@ -108,10 +112,10 @@ def serve(
         timeout_s=timeout, seed=seed, force_output=force_output, extra_body=extra,
         use_uvloop=uvloop, workers=workers, executor=executor, server_metrics=server_metrics, metrics_interval_s=metrics_interval,
         power_sampling=power_sampling,
+        pattern=pattern, pattern_options=_pattern_options(pattern_opt),
         trace=trace, trace_format=trace_format, trace_speedup=trace_speedup,
         max_input_len=max_input_len, max_output_len=max_output_len, find_max_rate=find_max_rate,
         slo_fraction=slo_fraction, rate_tolerance=rate_tolerance, max_points=max_points)
-    from llmbench.launch.pipeline import check_run_id, pick_point
     from llmbench.hardware.device import server_device
     from llmbench.kinds.serving.kind import ServeTarget, read_api_key, serve_points
     from llmbench.loadgen.preflight import normalize_url
@@ -230,6 +234,21 @@ def capacity(result: dict, cfg) -> None:
     else:
         out.print(f"capacity: {lo:.3g} req/s with {cfg.slo_fraction:.0%} of requests meeting {slo}"
                   + (f" ({span}; {result['reason']})" if span else f" ({result['reason']})"))
+
+
+def _pattern_options(items: list[str]) -> dict:
+    """--pattern-opt KEY=VALUE items; a value is read as JSON where it parses (numbers, lists),
+    else kept as text; the pattern's own options model checks them."""
+    out = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise SpecError([("--pattern-opt", f"{item!r} is not KEY=VALUE")])
+        try:
+            out[key.strip()] = json.loads(value)
+        except ValueError:
+            out[key.strip()] = value
+    return out
 
 
 def _rates(text: str) -> list[float]:

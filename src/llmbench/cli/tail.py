@@ -1,9 +1,11 @@
-"""The one tail of every command that runs points (run, serve, train): the run id, the
-banner, progress, Ctrl-C (what is stored and the command that continues), the summary and
-the exit status (0 every point ok, 3 some failed, 130 interrupted)."""
+"""The one tail of every command that runs points (run, serve, train): the run id (checked
+before anything runs), the point a job array picks (`--point K`), the banner, progress,
+Ctrl-C (what is stored and the command that continues), the summary and the exit status
+(0 every point ok, 3 some failed, 130 interrupted)."""
 
 from __future__ import annotations
 
+import re
 import shlex
 import sys
 from collections.abc import Callable
@@ -18,6 +20,23 @@ from llmbench.store import Record, Store, new_run_id
 
 EXIT_PARTIAL = 3       # finished, but some points failed (their records say why)
 EXIT_INTERRUPTED = 130
+
+
+def check_run_id(run_id: str | None) -> None:
+    """A run id names a directory: no separators, no '..', nothing a shell would expand."""
+    if run_id is not None and (not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", run_id)
+                               or ".." in run_id):
+        raise SpecError([("--run-id", f"{run_id!r} may hold only letters, digits, '.', '_' and '-'")])
+
+
+def pick_point(points: list, index: int | None) -> list:
+    """`--point K` (job arrays): only point K of the expanded sweep."""
+    if index is None:
+        return points
+    if not 0 <= index < len(points):
+        raise SpecError([("--point", f"{index} is out of range: the sweep has {len(points)} points "
+                                     f"(0..{len(points) - 1})")])
+    return [points[index]]
 
 
 def run_points(command: str, kind: PointKind, points: list, results: Path, *, devices: str,

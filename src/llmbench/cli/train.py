@@ -14,11 +14,10 @@ from rich.table import Table
 
 from llmbench.cli.common import console, out
 from llmbench.cli.flags import parse_list
-from llmbench.cli.tail import outcome, pipeline_executor, run_points
+from llmbench.cli.tail import check_run_id, outcome, pick_point, pipeline_executor, run_points
 from llmbench.errors import SpecError
 from llmbench.hardware.device import DEVICE_HELP, resolve_device
 from llmbench.kinds.training.kind import TrainingKind
-from llmbench.launch.pipeline import check_run_id, pick_point
 from llmbench.numfmt import fmt
 from llmbench.store.store import DEFAULT_RESULTS
 

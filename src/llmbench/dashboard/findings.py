@@ -42,7 +42,7 @@ def content(results: Path | str) -> list:
     rows = fv.own_counter_rows(results)
     c_rows = fv.counter_rows(rows)
     out.append(html.H3("Hardware counters beside the roofline"))
-    out.append(dcc.Graph(id="counters-graph", figure=fv.counters_figure(rows)))
+    out.append(dcc.Graph(id="counters-graph", figure=fv.counters_figure(rows).to_dict()))
     if c_rows:
         cols = list(c_rows[0])
         out.append(html.Table([html.Thead(html.Tr([html.Th(c) for c in cols])),

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.exporters.identity import record_id
-from llmbench.store.columns import is_metric
+from llmbench.columns import is_metric
 from llmbench.store.store import Store, flatten
 
 DEFAULT_EXPERIMENT = "llmbench"

@@ -19,7 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llmbench.store.record import MetricStats, Record
+from llmbench.measure.metric_stats import MetricStats
+from llmbench.store.record import Record
 
 
 @dataclass

@@ -30,7 +30,8 @@ from typing import Any
 from llmbench.errors import SpecError
 from llmbench.importers.common import ImportResult, Unreadable, num_text, one
 from llmbench.models.catalog import CATALOG, canonical_name
-from llmbench.store.record import BackendInfo, HardwareInfo, MetricStats, ModelInfo, Record
+from llmbench.measure.metric_stats import MetricStats
+from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
 
 TOOL = "llm-inference-bench"
 RUN_ID = "llm-inference-bench"   # one run: a re-import replaces the previous one

@@ -7,16 +7,12 @@ points share a loaded model (one load per group), the skeleton of a point's reco
 group runs (yielding each point's finished record), and what process a group needs.
 
 Each kind lives in its own folder under llmbench/kinds/ and imports this contract; the
-pipeline imports no kind. Kinds are named so that a worker process or a Ray task can rebuild
-one from a job file (KINDS: "module:Class" strings, imported only when asked for): 'inference'
-(offline and perplexity points) and 'training'. Serving points (kinds/serving/kind.py) go
-through the pipeline in the llmbench process only (the client is the clock), so they are not
-named here.
+pipeline imports no kind. A worker process or a Ray task rebuilds a kind from its `name` in a
+job file through the kinds registry (kinds/registry.py), so a new kind touches no file here.
 """
 
 from __future__ import annotations
 
-import importlib
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Hashable, Iterator
@@ -25,9 +21,6 @@ from typing import Any
 from llmbench.store import Record, Store
 
 Progress = Callable[[str, Any, int], None]
-
-KINDS = {"inference": "llmbench.kinds.inference.kind:InferenceKind",
-         "training": "llmbench.kinds.training.kind:TrainingKind"}
 
 
 class PointKind(ABC):
@@ -84,7 +77,3 @@ class PointKind(ABC):
         that need other points' records. Returns `records`, updated."""
         return records
 
-
-def get_kind(name: str) -> PointKind:
-    module, _, cls = KINDS[name].partition(":")
-    return getattr(importlib.import_module(module), cls)()

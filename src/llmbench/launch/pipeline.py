@@ -7,18 +7,16 @@
 
 Executors: 'isolated' (default: a watched worker process per group, launch/isolated.py),
 'in-process' (debugging; groups that need their own processes still get them) and 'ray'
-(launch/ray_executor.py). Job arrays pick one point before this (`--point K`).
+(launch/ray_executor.py). Job arrays pick one point before this (`--point K`, cli/tail.py).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from llmbench.errors import SpecError
 from llmbench.launch.kind import PointKind, Progress
 from llmbench.measure.observers import RECORD_SYNC
 from llmbench.store import Record, Store, new_run_id
@@ -150,20 +148,3 @@ def run_group(kind: PointKind, group: list, ctx: Any, run_id: str, store: Store,
     finally:
         store.flush()
     return records
-
-
-def check_run_id(run_id: str | None) -> None:
-    """A run id names a directory: no separators, no '..', nothing a shell would expand."""
-    if run_id is not None and (not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}", run_id)
-                               or ".." in run_id):
-        raise SpecError([("--run-id", f"{run_id!r} may hold only letters, digits, '.', '_' and '-'")])
-
-
-def pick_point(points: list, index: int | None) -> list:
-    """`--point K` (job arrays): only point K of the expanded sweep."""
-    if index is None:
-        return points
-    if not 0 <= index < len(points):
-        raise SpecError([("--point", f"{index} is out of range: the sweep has {len(points)} points "
-                                     f"(0..{len(points) - 1})")])
-    return [points[index]]

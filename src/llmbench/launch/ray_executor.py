@@ -107,7 +107,7 @@ def _run_group_task(kind_name: str, point_docs: list[dict], run_id: str, results
                     argv: list[str]) -> list[dict]:
     """On a Ray worker: run one group in an isolated process, return its records."""
     from llmbench.launch.isolated import run_group_isolated
-    from llmbench.launch.kind import get_kind
+    from llmbench.kinds.registry import get_kind
 
     kind = get_kind(kind_name)
     points = [kind.parse_point(d) for d in point_docs]

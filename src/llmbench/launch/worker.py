@@ -64,7 +64,7 @@ def main(argv: list[str]) -> int:
             chan.flush()
 
     from llmbench.launch import faults
-    from llmbench.launch.kind import get_kind
+    from llmbench.kinds.registry import get_kind
     from llmbench.launch.pipeline import run_group
     from llmbench.store import Store
 

@@ -7,11 +7,15 @@ until high / low <= 1 + tolerance. The answer is the highest rate that met, with
 rate that missed as its upper uncertainty. A point whose client fell behind its schedule has
 no verdict: the search stops there and says so.
 
+A point that runs in full is judged by its steady window (loadgen/steady.py): warm-up and drain
+excluded, the fraction's sampling error stated, a growing queue a miss.
+
 `PointWatch` ends one point early, during its load, when the verdict can no longer change or
 one side is over-saturated. It only counts what is certain without parsing a stream: a request
 whose first byte came after the TTFT SLO, or whose end came after the E2E SLO, or that failed,
-surely misses; one that ended within both (when no TPOT SLO is set) surely meets.
-- over: more sure misses than the target fraction allows of the point's requests;
+surely misses; one that ended within both (when no TPOT SLO is set) surely meets. Only requests
+of the steady window count towards "over" and "under":
+- over: more sure misses than the target fraction allows of the window's requests;
 - under: enough sure hits that the target fraction is met whatever the rest do;
 - saturated, side "client": the client sends behind its own schedule -- the last
   `CLIENT_LAG_SENDS` or more sends, over `CLIENT_LAG_SPAN_S` of the schedule, each later than
@@ -44,9 +48,8 @@ from dataclasses import dataclass, field
 from time import perf_counter
 
 from llmbench.loadgen.http import Response
+from llmbench.loadgen.steady import MIN_GROWTH, Z_SATURATED, window
 
-Z_SATURATED = 4.0      # sds of the stable system's in-flight noise
-MIN_GROWTH = 8         # requests: tiny systems (m ~ 1) need more than a few to say "grows"
 MIN_WINDOW_S = 2.0     # seconds after the first answer before any saturation verdict
 CLIENT_LAG_S = 0.05    # a send this late behind its schedule is the client's own delay
 CLIENT_LAG_SENDS = 8   # ... for this many sends in a row
@@ -56,8 +59,10 @@ CLIENT_LAG_SPAN_S = 1.0  # ... over at least this much of the schedule (one stal
 class PointWatch:
     def __init__(self, n_total: int, slo: dict[str, float], fraction: float):
         self.slo, self.fraction = slo, fraction
-        self.allowed_misses = math.floor((1 - fraction) * n_total + 1e-9)
-        self.needed_hits = math.ceil(fraction * n_total - 1e-9)
+        self.first, self.end = window(n_total)     # the steady window's arrival indices
+        n_window = self.end - self.first
+        self.allowed_misses = math.floor((1 - fraction) * n_window + 1e-9)
+        self.needed_hits = math.ceil(fraction * n_window - 1e-9)
         self.sure_hits_possible = "tpot_s" not in slo
         self.misses = self.hits = self.in_flight = 0
         self._t: list[float] = []              # scheduled send times, in order
@@ -72,6 +77,7 @@ class PointWatch:
         self.cancelled = 0                     # in flight at the stop, cancelled
         self.cancelled_late = 0                # ... of which already late: misses
         self.cancelled_unknown = 0             # ... the rest: no verdict possible
+        self.late_indices: list[int] = []      # arrival indices of the cancelled late ones
         self.t_first_done: float | None = None
         # run.py keeps here each request in flight: key -> (t_sched, [its Response, once sent])
         self.live: dict[int, tuple[float, list]] = {}
@@ -124,7 +130,8 @@ class PointWatch:
         self.evidence = {"side": side, **evidence,
                          "send_lag_p99_s": sorted(self._lags)[int(0.99 * (len(self._lags) - 1))]}
 
-    def on_done(self, resp: Response, t_sched: float) -> None:
+    def on_done(self, resp: Response, t_sched: float, index: int) -> None:
+        """Request `index` (its place in the arrivals), scheduled at `t_sched`, ended."""
         self.in_flight -= 1
         t_end = resp.pieces[-1][0] if resp.pieces else (resp.t_headers or perf_counter())
         if self.t_first_done is None:
@@ -134,7 +141,7 @@ class PointWatch:
         else:
             self._done.insert(bisect_left(self._done, t_end), t_end)
         self._lat_sum += max(0.0, t_end - t_sched)
-        if self.stop_reason is not None:
+        if self.stop_reason is not None or not self.first <= index < self.end:
             return
         first = resp.pieces[0][0] if resp.pieces else None
         last = resp.pieces[-1][0] if resp.pieces else None
@@ -152,15 +159,15 @@ class PointWatch:
     def judge_cancelled(self, t_stop: float) -> None:
         """At the stop: each request still in flight is late (a miss) or unknown."""
         ttft, e2e = self.slo.get("ttft_s", math.inf), self.slo.get("e2e_s", math.inf)
-        late = 0
-        for t_sched, box in self.live.values():
+        for i, (t_sched, box) in self.live.items():
             resp = box[-1] if box else None
             first = resp.pieces[0][0] if resp is not None and resp.pieces else None
             if (first is None and t_stop - t_sched > ttft) or \
                     (first is not None and first - t_sched > ttft) or t_stop - t_sched > e2e:
-                late += 1
+                self.late_indices.append(i)
         self.cancelled = len(self.live)
-        self.cancelled_late, self.cancelled_unknown = late, len(self.live) - late
+        self.cancelled_late = len(self.late_indices)
+        self.cancelled_unknown = self.cancelled - self.cancelled_late
 
     def verdict(self) -> bool | None:
         """Does the point meet the target, judged from the stop alone? None: not stopped (judge

@@ -145,7 +145,7 @@ async def _open(pool: Pool, requests, schedule: Schedule, t0: float, timeout_s, 
         sent.append(Sent(i, t_sched, resp))
         if watch is not None:
             del watch.live[i]
-            watch.on_done(resp, t_sched)
+            watch.on_done(resp, t_sched, i)
 
     for i, offset in enumerate(schedule.arrivals()):
         t_sched = t0 + offset

@@ -7,6 +7,8 @@
   burstier, > 1 smoother); `rate=inf` sends everything at t=0. An optional concurrency cap
   holds arrivals back while the cap is full; the wait stays inside their latency because
   latency is measured from the scheduled arrival, not the send (no coordinated omission).
+- Given offsets (`offsets_s`): the arrivals a load pattern computed itself (a trace's, ...).
+Which schedules a run's levels get is the load pattern's choice (loadgen/patterns/).
 """
 
 from __future__ import annotations
@@ -26,13 +28,14 @@ class Schedule(BaseModel):
     num_prompts: int | None = Field(None, ge=1)
     duration_s: float | None = Field(None, gt=0)
     seed: int = 0
-    # A replayed trace: the arrival offsets themselves (rate is then the mean, for labels).
+    # Arrival offsets given whole (a replayed trace, or any pattern's own arrivals: loadgen/
+    # patterns/); rate is then their mean, for labels and records.
     offsets_s: tuple[float, ...] | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Schedule:
         if self.offsets_s is not None and (self.rate is None or self.num_prompts != len(self.offsets_s)):
-            raise ValueError("a trace schedule needs its mean rate and num_prompts = its length")
+            raise ValueError("given offsets need their mean rate and num_prompts = their count")
         if self.rate is None and self.concurrency is None:
             raise ValueError("a closed-loop schedule needs a concurrency")
         if (self.num_prompts is None) == (self.duration_s is None):

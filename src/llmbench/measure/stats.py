@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from llmbench.store.record import MetricStats
+from llmbench.measure.metric_stats import MetricStats
 
 MAX_SAMPLES_KEPT = 10_000
 

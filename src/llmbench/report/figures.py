@@ -175,9 +175,15 @@ def _base_layout(fig: Fig, title: str, height: int) -> None:
     )
 
 
-def empty_figure(title: str, message: str, height: int = 420) -> Fig:
+def base_figure(title: str, height: int = 520) -> Fig:
+    """An empty figure in the library's look (for views built outside this module)."""
     fig = Fig()
     _base_layout(fig, title, height)
+    return fig
+
+
+def empty_figure(title: str, message: str, height: int = 420) -> Fig:
+    fig = base_figure(title, height)
     fig.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper",
                        font=dict(size=15, color="#666"))
     fig.update_xaxes(visible=False)

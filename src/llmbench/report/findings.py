@@ -87,34 +87,32 @@ def own_counter_rows(results: Path | str) -> list[dict[str, Any]]:
 
 def counters_figure(rows: list[dict[str, Any]], height: int = 460):
     """Measured DRAM utilisation (y) against the roofline's efficiency (x), one marker per own
-    record; the diagonal is where the analytical model and the hardware agree."""
-    import plotly.graph_objects as go
-
+    record; the diagonal is where the analytical model and the hardware agree. A figure of the
+    one figure library (report/figures.Fig), as every other the report and the PNGs take."""
     from llmbench.analysis.findings import COUNTER_GAP, EFF
+    from llmbench.report.figures import base_figure
 
     pts = [r for r in rows if r.get("gpu_dram_bw_util_pct") is not None and r.get(EFF) is not None
            and r.get("kind") != "reference"]
-    fig = go.Figure()
-    fig.add_trace(go.Scatter(x=[0, 1], y=[0, 100], mode="lines", name="counter = model",
-                             line={"color": "#888", "dash": "dot"}))
+    fig = base_figure("Hardware counter vs roofline: DRAM bandwidth utilisation against efficiency"
+                      + ("" if pts else " (no own record has GPM counters yet)"), height)
+    fig.add_trace("scatter", x=[0, 1], y=[0, 100], mode="lines", name="counter = model",
+                  line={"color": "#888", "dash": "dot"})
     for s, nm in ((COUNTER_GAP, f"+{COUNTER_GAP * 100:.0f} points"), (-COUNTER_GAP, f"-{COUNTER_GAP * 100:.0f} points")):
-        fig.add_trace(go.Scatter(x=[0, 1], y=[100 * s, 100 * (1 + s)], mode="lines", name=nm,
-                                 line={"color": "#ccc", "width": 1}, showlegend=False))
+        fig.add_trace("scatter", x=[0, 1], y=[100 * s, 100 * (1 + s)], mode="lines", name=nm,
+                      line={"color": "#ccc", "width": 1}, showlegend=False)
     by_engine: dict[str, list] = {}
     for r in pts:
         by_engine.setdefault(str(r.get("backend")), []).append(r)
     for eng, rs in sorted(by_engine.items()):
-        fig.add_trace(go.Scatter(
-            x=[r[EFF] for r in rs], y=[r["gpu_dram_bw_util_pct"] for r in rs], mode="markers", name=eng,
-            marker={"size": 10, "symbol": ["x" if r.get("throttled") else "circle" for r in rs]},
+        fig.add_trace(
+            "scatter", x=[r[EFF] for r in rs], y=[r["gpu_dram_bw_util_pct"] for r in rs], mode="markers",
+            name=eng, marker={"size": 10, "symbol": ["x" if r.get("throttled") else "circle" for r in rs]},
             text=[f"{r.get('model')} b{r.get('batch_size')} {r.get('input_len')}/{r.get('output_len')}"
-                  for r in rs], hovertemplate="%{text}<br>roofline %{x:.0%}<br>DRAM %{y:.0f}%<extra></extra>"))
-    fig.update_layout(title="Hardware counter vs roofline: DRAM bandwidth utilisation against efficiency"
-                      + ("" if pts else " (no own record has GPM counters yet)"),
-                      xaxis={"title": "roofline efficiency (measured / bound)", "tickformat": ".0%",
-                             "range": [0, 1.05]},
-                      yaxis={"title": "DRAM bandwidth utilisation, NVML GPM (%)", "range": [0, 105]},
-                      height=height, template="plotly_white", margin={"l": 70, "r": 20, "t": 60, "b": 60})
+                  for r in rs], hovertemplate="%{text}<br>roofline %{x:.0%}<br>DRAM %{y:.0f}%<extra></extra>")
+    fig.update_xaxes(title={"text": "roofline efficiency (measured / bound)"}, tickformat=".0%",
+                     range=[0, 1.05])
+    fig.update_yaxes(title={"text": "DRAM bandwidth utilisation, NVML GPM (%)"}, range=[0, 105])
     return fig
 
 

@@ -112,17 +112,41 @@ def _kind_blocks(d: data_mod.Data, source: str, drawn: set[str]) -> list[_Block]
         rows, note = tables.kind_table(df, kind)
         if rows:
             out.append(_Block(f"{source}-table-{kind}", tables.KIND_TITLES[kind], note,
-                              table=_table_html(rows)))
+                              table=_table_html(_filled(rows))))
     return out
+
+
+# Columns of words, allowed to wrap: a table must fit its card (every other cell keeps one line).
+WRAP_COLUMNS = {tables.SETTINGS, "configuration", "hardware · engine", "model", "flags", "check",
+                "point", "what differs", "measured"}
 
 
 def _table_html(rows: list[dict[str, str]], cls: str = "") -> str:
     if not rows:
         return ""
+    wrap = [c in WRAP_COLUMNS for c in rows[0]]
     head = "".join(f"<th>{html.escape(c)}</th>" for c in rows[0])
     body = "".join("<tr class='{}'>".format("pareto" if r.get("Pareto") else "") +
-                   "".join(f"<td>{html.escape(v)}</td>" for v in r.values()) + "</tr>" for r in rows)
+                   "".join(f"<td class='wrap{' settings' if c == tables.SETTINGS else ''}'>"
+                           f"{html.escape(v)}</td>" if w else f"<td>{html.escape(v)}</td>"
+                           for (c, v), w in zip(r.items(), wrap)) + "</tr>" for r in rows)
     return f"<div class='tablewrap'><table class='{cls}'><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+
+
+def _filled(rows: list[dict[str, str]], drop=()) -> list[dict[str, str]]:
+    """The rows less the columns no row fills (and those `drop` names, said by the title): a
+    column of dashes costs the card its width."""
+    keep = [c for c in (rows[0] if rows else {}) if c not in drop and
+            any(r[c] not in ("", "–", "≤ –") for r in rows)]
+    return [{c: r[c] for c in keep} for r in rows]
+
+
+def _points_text(rows: pd.DataFrame, what: str, where: str) -> str:
+    """'80 point(s) were measured while ...: training 72, inference 8 (`llmbench results --where
+    throttled` lists them)': counted by kind, never a list of point keys."""
+    by_kind = ", ".join(f"{k} {n}" for k, n in rows["kind"].fillna("?").value_counts().items())
+    return (f"<p class='contended'>{len(rows)} point(s) {what} ({by_kind}; <code>llmbench results "
+            f"--where {where}</code> lists them)</p>")
 
 
 def _best_blocks(d: data_mod.Data) -> list[_Block]:
@@ -161,7 +185,8 @@ def _best_blocks(d: data_mod.Data) -> list[_Block]:
             anchor = f"best-{source}" + ("-serving" if mode == "serving" else "")
             fig = figures.pareto_figure(ranked, title=f"Throughput against latency — {model}")
             blocks.append(_Block(anchor, title, sub, fig,
-                                 _table_html(best_mod.table_rows(ranked, top=15), "ranked")))
+                                 _table_html(_filled(best_mod.table_rows(ranked, top=15),
+                                                     drop=("source",)), "ranked")))
     return blocks
 
 
@@ -197,8 +222,9 @@ section.block{background:#fff;border-radius:12px;box-shadow:0 1px 3px rgba(20,30
 padding:16px 18px 10px;margin:14px 0} section.block h3{margin:2px 0 2px;font-size:16px}
 .sub{color:#667;font-size:12.5px;margin:0 0 6px} .tablewrap{overflow-x:auto;margin-top:8px}
 table{border-collapse:collapse;font-size:12.5px;width:100%} th{background:#eef1f7;text-align:left;
-padding:6px 8px;position:sticky;top:0} td{padding:5px 8px;border-top:1px solid #eef0f4}
-tr.pareto td{background:#fff8e1} td{white-space:nowrap} table.ranked td:nth-child(5){white-space:normal;min-width:220px} .defs{font-size:13px;color:#333;line-height:1.5}
+padding:6px 6px;position:sticky;top:0} td{padding:5px 6px;border-top:1px solid #eef0f4}
+tr.pareto td{background:#fff8e1} td{white-space:nowrap} td.wrap{white-space:normal;min-width:90px}
+table.ranked td.wrap:nth-child(4){min-width:200px} td.wrap.settings{min-width:150px} .defs{font-size:13px;color:#333;line-height:1.5}
 .empty{color:#667;font-style:italic}
 """
 
@@ -218,12 +244,12 @@ measured / bound. Open markers and dashed lines are published reference data.</l
 """
 
 
-def _findings_sections(results) -> list[tuple[str, str, list[_Block]]]:
+def _findings_sections(results, reference=None) -> list[tuple[str, str, list[_Block]]]:
     """The study's findings re-tested on the own hardware, and the GPU's counters beside the
     roofline (report/findings.py); a section says why it is empty."""
     from llmbench.report import findings as fv
 
-    fs, why = fv.compute(results)
+    fs, why = fv.compute(results, reference)
     f_blocks = [_Block("findings-table", "Finding by finding",
                        "The published figure, the same quantity from the study's data and from your "
                        "records, each against its own hardware's roofline, and the verdict "
@@ -263,14 +289,16 @@ def _definitions_notes(df) -> str:
     if "energy_short_window" in df:
         short = df[df["energy_short_window"].fillna(False).astype(bool)]
         if len(short):
-            names = ", ".join(html.escape(str(k)) for k in short["point_key"].fillna("?").head(20))
-            out += (f"<p class='contended'>{len(short)} point(s) read their energy over a window "
-                    f"under 2 s, too short for the meter's counter: their energy, power and "
-                    f"energy-per-token figures are unreliable (power.short_window): {names}</p>")
+            out += _points_text(short, "read their energy over a window under 2 s, too short for "
+                                "the meter's counter: their energy, power and energy-per-token "
+                                "figures are unreliable (power.short_window)", "energy_short_window")
     return out
 
 
-def write_report(results: Path | str, out: Path | str, png: bool = True) -> Report:
+def write_report(results: Path | str, out: Path | str, png: bool = True,
+                 reference: Path | str | None = None) -> Report:
+    """The report of the store `results`; `reference`: where the findings section reads the
+    study (an imported store or the published data directory; default: `results`)."""
     t0 = time.perf_counter()
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -289,7 +317,7 @@ def write_report(results: Path | str, out: Path | str, png: bool = True) -> Repo
         fig, _ = views.build(d, views.Choice(view="efficiency"), height=520)
         blocks_by_section.append(("side", "Side by side: efficiency against the roofline",
                                   [_Block("efficiency", v.title, v.help, fig)]))
-    blocks_by_section.extend(_findings_sections(results))
+    blocks_by_section.extend(_findings_sections(results, reference))
     report = Report(html=out / "index.html")
     figs: dict[str, figures.Fig] = {}
     body = []
@@ -330,13 +358,11 @@ def write_report(results: Path | str, out: Path | str, png: bool = True) -> Repo
         ("hardware", n_hw), ("engines", n_eng), ("failed / skipped", failed), ("contended", len(contended)),
         ("throttled", len(throttled))))
     if len(contended):
-        names = ", ".join(html.escape(str(k)) for k in contended["point_key"].fillna("?").head(20))
-        cards += (f"<p class='contended'>{len(contended)} point(s) were measured while other work shared "
-                  f"the machine (see each record's env.contention): {names}</p>")
+        cards += _points_text(contended, "were measured while other work shared the machine "
+                              "(each record's env.contention says what)", "contended")
     if len(throttled):
-        names = ", ".join(html.escape(str(k)) for k in throttled["point_key"].fillna("?").head(20))
-        cards += (f"<p class='contended'>{len(throttled)} point(s) were measured while the GPU throttled "
-                  f"its clocks (see each record's hardware_counters): {names}</p>")
+        cards += _points_text(throttled, "were measured while the GPU throttled its clocks (each "
+                              "record's hardware_counters says why)", "throttled")
     cards += _definitions_notes(d.df)
     stamp = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     page = f"""<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">

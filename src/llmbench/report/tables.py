@@ -10,26 +10,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from llmbench.metrics import column_header
+from llmbench.metrics import SHOWN_FIRST, column_header, format_value
 from llmbench.numfmt import fmt
-from llmbench.store.columns import distinguishing, said_once
+from llmbench.columns import distinguishing, said_once
 
-# (column, how to show it) per kind, headed by the catalog's short names
-# (metrics.column_header); a metric no record has is left out.
-KIND_METRICS: dict[str, list[tuple[str, str]]] = {
-    "perplexity": [("perplexity_mean", "num"), ("nll_per_token_mean", "num"),
-                   ("scored_tokens_mean", "int"), ("eval_throughput_tok_s_mean", "num")],
-    "training": [("tokens_per_s_mean", "num"), ("tflops_mean", "num"), ("mfu_mean", "pct"),
-                 ("step_time_s_mean", "num"), ("mem_peak_gib_mean", "num"),
-                 ("avg_power_w_mean", "int"), ("scaling_efficiency_mean", "pct"),
-                 ("roofline_efficiency_tokens_per_s", "pct")],
-    "serving": [("ttft_s_p50", "num"), ("ttft_s_p99", "num"), ("tpot_s_p50", "num"),
-                ("e2e_s_p50", "num"), ("output_throughput_tok_s_mean", "num"),
-                ("request_throughput_req_s_mean", "num"), ("goodput_req_s_mean", "num")],
-    "inference": [("batch_latency_s_mean", "num"), ("ttft_s_p50", "num"), ("tpot_s_p50", "num"),
-                  ("output_throughput_tok_s_mean", "num"), ("total_throughput_tok_s_mean", "num"),
-                  ("roofline_efficiency_total_throughput_tok_s", "pct")],
-}
 KIND_TITLES = {"perplexity": "Perplexity", "training": "Training throughput and MFU",
                "serving": "Serving: latency and throughput per load",
                "inference": "Offline inference"}
@@ -37,67 +21,104 @@ KIND_TITLES = {"perplexity": "Perplexity", "training": "Training throughput and 
 LOAD_FIELDS = ("concurrency", "request_rate", "max_concurrency")
 MAX_ROWS = 60
 VERSION = "roofline_version"
-# Shown by the 'system' column or beside the load, never as their own column.
+# Readings of the measured window that make a row's numbers suspect (store.flatten): flagged.
+FLAGS = {"throttled": "throttled", "contended": "contended", "energy_short_window": "energy window < 2 s"}
+# Shown by the 'system' column or beside the load, never as a setting.
 _FOLDED = {"hardware", "hardware_count", "backend", "kind", "status", "load", *LOAD_FIELDS}
 # Derived labels (report/data.py) stand for their parts; identity columns are the 'system'.
 _SHOWN_ELSEWHERE = {"system", "engine", "source", "model_params_b", "tensor_parallel",
                     "pipeline_parallel", "expert_parallel", "weight_dtype", "weight_quant",
                     "kv_cache_dtype"}
+# Where a run reached its server and its model files: no setting of the point.
+_WHERE = {"url", "gguf", "model_dir"}
+# The one column a kind table lets wrap: every setting that tells its rows apart, in words.
+SETTINGS = "settings"
 
 
 def kind_table(df: pd.DataFrame, kind: str) -> tuple[list[dict[str, str]], str]:
     """Rows (display strings) for the ok records of one kind, duplicates of a configuration
-    merged by their mean, and a note (the values every row shares, rows left out)."""
+    merged by their mean, and a note (the values every row shares, rows left out). The
+    metrics are the catalog's for the kind (metrics.SHOWN_FIRST), each formatted by its unit;
+    the fields that differ between the rows (llmbench.columns, as `llmbench results` picks them)
+    are said in one 'settings' column, so that none hides off the card's edge."""
     d = df[(df["kind"] == kind) & (df["status"] == "ok")]
-    metrics = [(c, column_header(c), k) for c, k in KIND_METRICS.get(kind, [])
-               if c in d and d[c].notna().any()]
+    metrics = [c for c in SHOWN_FIRST.get(kind, ()) if c in d and d[c].notna().any()]
     if d.empty or not metrics:
         return [], ""
     cols = list(d.columns)
     varying, same = distinguishing([c for c in cols if c not in _FOLDED and not c.startswith("_")],
                                    lambda c: d[c].where(d[c].notna(), None).tolist())
-    shown, headers = said_once([c for c in varying if c not in _SHOWN_ELSEWHERE],
+    shown, headers = said_once([c for c in varying if c not in _SHOWN_ELSEWHERE
+                                and c.removeprefix("opt_") not in _WHERE],
                                lambda c: [value_text(v) for v in d[c]],
-                               lambda c: c.replace("_", " "))
+                               lambda c: c.removeprefix("opt_").replace("_", " "))
     # which roofline version an efficiency comes from (definitions.py): rows of two versions
     # are never merged into one mean
-    version = [VERSION] if any(c.startswith("roofline_") for c, _, _ in metrics) \
+    version = [VERSION] if any(c.startswith("roofline_") for c in metrics) \
         and VERSION in d and d[VERSION].notna().any() else []
     keys = ["system", *([c for c in LOAD_FIELDS if kind == "serving" and c in d and d[c].notna().any()]),
             *shown, *version]
     keys = list(dict.fromkeys(keys))
-    g = d.assign(**{k: d[k].astype(object).where(d[k].notna(), "–") for k in keys}) \
+    flags = [f for f in FLAGS if f in d and d[f].fillna(False).astype(bool).any()]
+    g = d.assign(**{k: d[k].astype(object).where(d[k].notna(), "–") for k in keys},
+                 **{f: d[f].fillna(False).astype(bool) for f in flags},
+                 _date=d["created_at"].astype(str).str[:10] if "created_at" in d else "") \
         .groupby(keys, dropna=False, sort=False)
-    merged = g[[c for c, _, _ in metrics]].mean()
+    merged = g[metrics].mean()
     merged["records"] = g.size()
+    merged["_dates"] = g["_date"].agg(lambda s: sorted(set(s)))
+    for f in flags:
+        merged[f] = g[f].any()
     if "perplexity_std" in d:
         merged["_std"] = g["perplexity_std"].mean()
     # Numbers in numeric order (concurrency 2 before 16), text after, '–' last.
     merged = merged.reset_index().sort_values(keys, key=lambda s: s.map(_order), kind="stable")
+    settings = [k for k in shown if k != "model"]
+    # A setting is said where a row departs from the table's usual value (the note says the
+    # usual ones): what tells a row apart reads at once, not among twenty shared values.
+    # With a setting or two, each is said in every row.
+    usual = {sys_: {k: grp[k].map(value_text).mode().iloc[0] for k in settings}
+             for sys_, grp in merged.groupby("system", sort=False)} if len(settings) > 2 else \
+        {sys_: {} for sys_ in merged["system"].unique()}
     rows = []
     for _, r in merged.head(MAX_ROWS).iterrows():
-        # What ran, what it measured, then the settings that tell the rows apart: with many
-        # settings (training) the numbers stay in view.
+        # What ran, what it measured, then the settings that tell the rows apart.
         row = {"hardware · engine": str(r["system"])}
         if "model" in shown:
             row["model"] = value_text(r["model"])
         if kind == "serving":
             row["load"] = load_label(r)
-        for c, h, how in metrics:
-            row[h] = _show(r[c], how)
+        for c in metrics:
+            row[column_header(c)] = format_value(c, r[c])
             if c == "perplexity_mean" and "_std" in r and not pd.isna(r["_std"]) and r["_std"] > 0:
-                row[h] += f" ± {fmt(float(r['_std']), 2)}"
-        for k in shown:
-            if k != "model":
-                row[headers[k]] = value_text(r[k])
+                row[column_header(c)] += f" ± {fmt(float(r['_std']), 2)}"
+        if settings:
+            row[SETTINGS] = " · ".join(f"{headers[k]} {value_text(r[k])}" for k in settings
+                                       if value_text(r[k]) not in (usual[r["system"]].get(k), "–")) \
+                or "as usual"
+        if flags:
+            row["flags"] = ", ".join(FLAGS[f] for f in flags if r[f]) or "–"
         if version:
             row["roofline v"] = value_text(r[VERSION])
+        row["measured"] = _dates_text(r["_dates"])
         row["records"] = str(int(r["records"]))
         rows.append(row)
     notes = [f"every row: model {same['model']}"] if "model" in same else []
+    for sys_, us in usual.items():
+        said = " · ".join(f"{headers[k]} {v}" for k, v in us.items() if v != "–")
+        if said:
+            notes.append(f"settings: where a row departs from {sys_}'s usual {said}")
     if len(merged) > MAX_ROWS:
         notes.append(f"showing {MAX_ROWS} of {len(merged)} configurations")
     return rows, " · ".join(notes)
+
+
+def _dates_text(dates: list[str]) -> str:
+    """'2026-12-01' or '2026-12-01, 12-02': the days a row's records were measured on."""
+    dates = [x for x in dates if x and x != "None"]
+    if not dates:
+        return "–"
+    return ", ".join([dates[0]] + [x[5:] if x[:4] == dates[0][:4] else x for x in dates[1:]])
 
 
 def load_label(r: pd.Series) -> str:
@@ -124,16 +145,6 @@ def _order(v):
     if isinstance(v, (int, float, np.number)) and not isinstance(v, bool):
         return (0, float(v), "")
     return (2, 0.0, "") if v == "–" else (1, 0.0, str(v))
-
-
-def _show(v, how: str) -> str:
-    if v is None or pd.isna(v):
-        return "–"
-    if how == "pct":
-        return f"{v:.1%}"
-    if how == "int":
-        return f"{v:,.0f}"
-    return fmt(float(v))
 
 
 # An imported tool's own figure (store `tool_<metric>_*`, importers/common.py tool_figure) beside

@@ -1,4 +1,4 @@
-from llmbench.store.record import MetricStats, Record, new_run_id
+from llmbench.store.record import Record, new_run_id
 from llmbench.store.store import Store
 
-__all__ = ["MetricStats", "Record", "Store", "new_run_id"]
+__all__ = ["Record", "Store", "new_run_id"]

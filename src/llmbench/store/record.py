@@ -12,28 +12,12 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from llmbench import SCHEMA_VERSION
+from llmbench.measure.metric_stats import MetricStats
 
 
 class Open(BaseModel):
     # extra="allow": records written by a newer llmbench still load.
     model_config = ConfigDict(extra="allow")
-
-
-class MetricStats(Open):
-    unit: str
-    n: int
-    mean: float | None = None
-    median: float | None = None
-    p50: float | None = None
-    p90: float | None = None
-    p95: float | None = None
-    p99: float | None = None
-    min: float | None = None
-    max: float | None = None
-    std: float | None = None
-    ci95_low: float | None = None
-    ci95_high: float | None = None
-    samples: list[float] | None = Field(None, description="raw values (capped), for re-analysis")
 
 
 class BackendInfo(Open):

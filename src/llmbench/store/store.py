@@ -287,7 +287,14 @@ class Store:
         try:
             return con.sql(sql)
         except duckdb.Error as e:
-            raise SpecError([("--where", f"bad SQL: {str(e).splitlines()[0]}")]) from None
+            raise SpecError([("--where", f"bad SQL: {_sql_error(e)}")]) from None
+
+
+def _sql_error(e: Exception) -> str:
+    """DuckDB's first line, and for an unknown column its nearest names as 'did you mean'."""
+    lines = str(e).splitlines()
+    near = [ln.split(":", 1)[1].strip() for ln in lines[1:] if ln.startswith("Candidate bindings:")]
+    return lines[0] + (f" (did you mean {near[0]}?)" if near and near[0] else "")
 
 
 def flatten(d: dict[str, Any], path: Path | None = None) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from llmbench.measure.stats import summarize
 from llmbench.measure.timeline import BatchTiming
 from llmbench.metrics import energy_metrics, last_token_time, metric, offline_metrics
 from llmbench.kinds.inference.spec import Point
-from llmbench.store.record import MetricStats
+from llmbench.measure.metric_stats import MetricStats
 from llmbench.kinds.inference.prompts import make_prompts
 
 ENERGY_PROMPTS = 1_000_000  # prompt indices of the untimed energy batches: never a repeat's

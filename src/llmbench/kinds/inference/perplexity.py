@@ -19,7 +19,7 @@ from llmbench.errors import SpecError
 from llmbench.measure.power import EnergyMeter
 from llmbench.measure.stats import summarize
 from llmbench.kinds.inference.spec import Point
-from llmbench.kinds.inference.prompts import bundled_text
+from llmbench.data import bundled_text
 
 
 def windows(n_tokens: int, context_len: int, stride: int) -> Iterator[tuple[int, int, int]]:

@@ -5,13 +5,9 @@ tokenizer; random-weight (synthetic) models get random ids (content cannot matte
 from __future__ import annotations
 
 import random
-from importlib import resources
 
 from llmbench.backends.base import Backend
-
-
-def bundled_text() -> str:
-    return resources.files("llmbench.data").joinpath("eval_text.txt").read_text(encoding="utf-8")
+from llmbench.data import bundled_text
 
 
 def make_prompts(backend: Backend, batch: int, input_len: int, seed: int, rep: int) -> list[list[int]]:

@@ -13,7 +13,6 @@ from llmbench.errors import SpecError
 from llmbench.kinds.base import Frozen, Strict
 from llmbench.loadgen.client import Api
 from llmbench.loadgen.schedule import Schedule
-from llmbench.loadgen.traces import FORMATS
 from llmbench.measure.power import PowerSampling
 
 SLO_KEYS = ("ttft_s", "tpot_s", "e2e_s")
@@ -64,6 +63,9 @@ class ServeConfig(Strict):
     api: Api = "completions"
     tokenizer: str | None = None
     dataset: Path | None = None
+    # the load pattern (loadgen/patterns/): None = the one the flags imply; its own options
+    pattern: str | None = None
+    pattern_options: dict[str, Any] = Field(default_factory=dict)
     trace: Path | None = None                   # a timestamped trace to replay (loadgen/traces.py)
     trace_format: str = "auto"
     trace_speedup: float = Field(1.0, gt=0)
@@ -124,28 +126,19 @@ class ServeConfig(Strict):
                               "conversations (--turns; each turn needs the last answer in the same "
                               "client) nor --find-max-rate (its early stop watches every request "
                               "in one loop)")])
-        if self.trace is None and not self.find_max_rate:
-            try:
-                self.schedules()
-            except ValueError as e:
-                raise SpecError([("schedule", str(e))]) from None
         return self
 
     @model_validator(mode="after")
-    def _trace(self) -> ServeConfig:
-        if self.trace is None:
-            return self
-        if self.trace_format not in ("auto", *FORMATS):
-            raise SpecError([("--trace-format", f"{self.trace_format!r} is not one of auto, "
-                                                f"{', '.join(FORMATS)}")])
-        if not self.trace.is_file():
-            raise SpecError([("--trace", f"{self.trace} is not a file")])
-        clash = [flag for flag, v in (("--rate", self.rate), ("--dataset", self.dataset),
-                                      ("--duration", self.duration_s),
-                                      ("--concurrency", self.concurrency)) if v]
-        if clash:
-            raise SpecError([("--trace", f"the trace sets the arrival times and lengths; drop "
-                                         f"{', '.join(clash)} (--max-concurrency caps in-flight requests)")])
+    def _pattern(self) -> ServeConfig:
+        if self.pattern_options and self.pattern is None:
+            raise SpecError([("--pattern-opt", "options belong to a pattern: give --pattern NAME")])
+        pattern = self.load_pattern()
+        pattern.check()
+        if not self.find_max_rate:
+            try:
+                pattern.levels()
+            except ValueError as e:
+                raise SpecError([("schedule", str(e))]) from None
         return self
 
     @model_validator(mode="after")
@@ -158,6 +151,7 @@ class ServeConfig(Strict):
             raise SpecError([("--find-max-rate", "needs --slo, at most one --rate (where to start), "
                               "-n requests per rate, and an open loop"
                               + (f"; drop {', '.join(clash)}" if clash else ""))])
+        self.load_pattern().at_rate(1.0, 1, self.seed)   # a pattern with a rate to search
         return self
 
     @field_validator("slo")
@@ -168,22 +162,22 @@ class ServeConfig(Strict):
             raise ValueError(f"unknown SLO {bad}; allowed: {', '.join(SLO_KEYS)}")
         return v
 
+    @property
+    def search_point_requests(self) -> int:
+        """Requests per rate of a capacity search: -n, else enough for the steady window's
+        SLO fraction to be known to about +-2 points (loadgen/steady.py)."""
+        from llmbench.loadgen.steady import requests_for
+
+        return self.num_prompts or requests_for(self.slo_fraction)
+
+    def load_pattern(self):
+        """The load pattern of these levels (loadgen/patterns/)."""
+        from llmbench.loadgen.patterns import pattern_for
+
+        return pattern_for(self)
+
     def schedules(self) -> list[Schedule]:
-        n = None if self.duration_s else (self.num_prompts or 100)
-        if self.turns > 1:   # conversations (closed-loop, _load says): -n counts sessions
-            n *= self.turns
-        out = []
-        if self.rate:
-            caps = self.concurrency or [self.max_concurrency]
-            for r in self.rate:
-                for c in caps:
-                    out.append(Schedule(rate=r, burstiness=self.burstiness, concurrency=c,
-                                        num_prompts=n, duration_s=self.duration_s, seed=self.seed))
-        else:
-            for c in self.concurrency or [1]:
-                out.append(Schedule(concurrency=c, num_prompts=n, duration_s=self.duration_s,
-                                    seed=self.seed))
-        return out
+        return self.load_pattern().schedules()
 
 
 def parse_window(text: str, run_s: float, flag: str) -> float:

@@ -74,8 +74,10 @@ class ServePoint(Frozen):
         # (nor how many warm-up requests went first: a point measured after 0 or 2 is one point;
         # nor where the client ran, unless on Ray: the keys of local points stay what they were;
         # nor how the power was sampled: the record's `observers` say)
+        # nor the load pattern when the flags imply it (named, it and its options are the point's)
         skip = {"use_uvloop", "metrics_interval_s", "warmup_requests", "power_sampling"} | \
-            ({"executor"} if self.cfg.executor == "local" else set())
+            ({"executor"} if self.cfg.executor == "local" else set()) | \
+            ({"pattern", "pattern_options"} if self.cfg.pattern is None else set())
         cfg = self.cfg.model_dump(mode="json", exclude=skip)
         return point_key([self.target.identity(), cfg, self.index, self.search])
 
@@ -86,10 +88,8 @@ def serve_points(cfg: ServeConfig, target: ServeTarget) -> list[ServePoint]:
         start = cfg.rate[0] if cfg.rate else 1.0
         return [ServePoint(index=0, label=f"capacity search from rate={start:g}/s", search=True,
                            target=target, cfg=cfg)]
-    if cfg.trace:
-        return [ServePoint(index=0, label=f"trace {cfg.trace.name}", target=target, cfg=cfg)]
-    return [ServePoint(index=k, label=s.label(), target=target, cfg=cfg)
-            for k, s in enumerate(cfg.schedules())]
+    return [ServePoint(index=k, label=label, target=target, cfg=cfg)
+            for k, label in enumerate(cfg.load_pattern().levels())]
 
 
 class ServingKind(PointKind):

@@ -45,7 +45,7 @@ def synthetic_prompts(tok: Tokenizer, n: int, input_len: LengthDist, output_len:
                       shared_prefix: float, seed: int, groups: int = 1) -> list[RequestSpec]:
     """`shared_prefix` of each prompt is common to its group (request i is in group
     i % groups); the rest is the prompt's own window."""
-    from llmbench.kinds.inference.prompts import bundled_text
+    from llmbench.data import bundled_text
 
     corpus = token_corpus(tok, bundled_text())
     m = len(corpus)
@@ -103,7 +103,7 @@ def trace_prompts(tok: Tokenizer, reqs: list, block_tokens: int | None, seed: in
     """Prompts for replayed trace requests (loadgen/traces.py): each hash id is one fixed block
     of the bundled text, so requests whose hash ids agree share exactly that prefix, as in the
     trace; the rest of a prompt is its own window. Lengths are exact in `tok`."""
-    from llmbench.kinds.inference.prompts import bundled_text
+    from llmbench.data import bundled_text
 
     corpus = token_corpus(tok, bundled_text())
     m = len(corpus)

@@ -69,11 +69,8 @@ class ServingSession:
         if listed is None:
             listed = check_server(self.url, target.api_key)   # refuse now, not after a point of failures
         self.tok = load_tokenizer(cfg.tokenizer or cfg.model)
-        if cfg.trace and cfg.trace_format == "auto":   # the record names the format read
-            from llmbench.loadgen.traces import detect_format
-
-            cfg = cfg.model_copy(update={"trace_format": detect_format(cfg.trace)})
-        self.cfg = cfg
+        cfg = cfg.load_pattern().recorded_config()   # e.g. the trace format read, for the record
+        self.cfg, self.pattern = cfg, cfg.load_pattern()
         self.schedules, counts, self.specs, self.notes0 = _load_plan(cfg, self.tok)
         self.offsets = [sum(counts[:k]) for k in range(len(counts))]
         self.counts = counts
@@ -129,7 +126,7 @@ class ServingSession:
     def _point(self, key: str, run_id: str, sch: Schedule, mine: list[RequestSpec], watch=None,
                search: dict | None = None):
         if self.progress:
-            self.progress(sch.label())
+            self.progress(self.pattern.label(sch))
         self.meter.counters.reset()  # this point's windows only
         self.meter.reset()
         self.watch.reset()
@@ -172,18 +169,24 @@ class ServingSession:
         from llmbench.loadgen.capacity import PointWatch, RateSearch
 
         cfg, specs = self.cfg, self.specs
-        n = cfg.num_prompts or 100
+        n = cfg.search_point_requests
         search = RateSearch(start_rate=cfg.rate[0] if cfg.rate else 1.0, tolerance=cfg.rate_tolerance,
                             max_points=cfg.max_points)
         k = 0
         while (rate := search.next_rate()) is not None:
-            sch = Schedule(rate=rate, burstiness=cfg.burstiness, concurrency=cfg.max_concurrency,
-                           num_prompts=n, seed=cfg.seed + k)
+            sch = self.pattern.at_rate(rate, n, cfg.seed + k)
             watch = PointWatch(n, cfg.slo, cfg.slo_fraction)
             rec = self._point(key, run_id, sch, specs[k * n:(k + 1) * n], watch, {"point": k})
-            met = rec.serving["slo_met_fraction"]
-            meets = watch.verdict() if watch.stop_reason else (met is not None and met >= cfg.slo_fraction)
-            search.add(rate, meets, met, watch.stop_reason, side=watch.side)
+            steady = rec.serving["steady"]
+            # a point run in full is judged on its steady window; a stopped one by its stop
+            meets = watch.verdict() if watch.stop_reason else steady["meets"]
+            if meets is None and watch.judged:   # a window too short to judge (a tiny -n)
+                whole = rec.serving["slo_met_fraction"]
+                meets = whole is not None and whole >= cfg.slo_fraction
+                rec.notes.append(f"steady window: {steady.get('reason')}; judged on the whole point")
+            search.add(rate, meets, steady.get("fraction"), watch.stop_reason, side=watch.side,
+                       wilson=steady.get("wilson"), settled=steady["settled"],
+                       growing=steady.get("growing"))
             rec.serving["capacity_search"] = search.result()
             rec.serving["point_watch"] = _watch_view(watch, rec.serving)
             if watch.stop_reason and (watch.cancelled or rec.serving["requests"] < n):
@@ -272,12 +275,35 @@ def _measure(cfg: ServeConfig, target: Target, url: str, served: str, sch: Sched
         total = judged + watch.cancelled_unknown
         serving["slo_unknown_requests"] = watch.cancelled_unknown
         serving["slo_met_fraction_bounds"] = [met / total, (met + watch.cancelled_unknown) / total]
+    if cfg.slo and not sch.closed_loop and cfg.load_pattern().stationary:
+        serving["steady"] = _steady(res, outcomes, sch, cfg, watch)
+        notes += [f"steady window: {f}" for f in serving["steady"].get("flags", [])]
     if driver:
         by_turn(outcomes, [s.index % cfg.turns for s in res.sent], cfg.turns, metrics, serving)
     server_view(scraper.summary(res.t_start) if scraper else
                 {"available": False, "reason": "not asked (--no-server-metrics)"},
                 metrics, serving, notes)
     return res, metrics, serving, notes
+
+
+def _steady(res: LoadResult, outcomes, sch: Schedule, cfg: ServeConfig, watch=None) -> dict:
+    """The point's steady-state verdict (loadgen/steady.py) from its requests; those an early
+    stop cancelled late are misses, the unknown ones are left out."""
+    from llmbench.metrics import meets_slo
+    from llmbench.loadgen.steady import Judged, judge
+
+    judged = [Judged(s.index, s.t_sched, _t_end(s.resp), o.ok and meets_slo(o.timeline, cfg.slo))
+              for s, o in zip(res.sent, outcomes)]
+    if watch is not None:
+        judged += [Judged(i, watch.live[i][0], None, False) for i in watch.late_indices
+                   if i in watch.live]
+    n_planned = sch.num_prompts or len(sch.arrivals())
+    return judge(judged, n_planned, cfg.slo_fraction)
+
+
+def _t_end(resp) -> float | None:
+    """When a request's answer ended (its last byte; a failure's headers or send)."""
+    return resp.pieces[-1][0] if resp.pieces else (resp.t_headers or resp.t_send)
 
 
 def _watch_view(watch, serving: dict) -> dict:
@@ -313,12 +339,13 @@ def _as_sent(spec: RequestSpec, tok) -> RequestSpec:
 
 def _load_plan(cfg: ServeConfig, tok) -> tuple[list[Schedule], list[int], list[RequestSpec], list[str]]:
     """The points to run, requests per point, the prompts (in order) and notes about them."""
-    if cfg.trace:
-        return _trace_plan(cfg, tok)
+    replay = cfg.load_pattern().replay()
+    if replay is not None:
+        return _replay_plan(cfg, tok, replay)
     # Every point gets its own prompts: a prompt seen at an earlier point would be a prefix-cache
     # hit at the next one. A capacity search makes its points as it goes: a pool for all.
     schedules = [] if cfg.find_max_rate else cfg.schedules()
-    counts = [cfg.max_points * (cfg.num_prompts or 100)] if cfg.find_max_rate else \
+    counts = [cfg.max_points * cfg.search_point_requests] if cfg.find_max_rate else \
         [s.num_prompts or _duration_pool(s) for s in schedules]
     pool_n = sum(counts)
     notes0: list[str] = []
@@ -337,23 +364,17 @@ def _load_plan(cfg: ServeConfig, tok) -> tuple[list[Schedule], list[int], list[R
     return schedules, counts, specs, notes0
 
 
-def _trace_plan(cfg: ServeConfig, tok):
-    from llmbench.loadgen.traces import prepare, read_trace
+def _replay_plan(cfg: ServeConfig, tok, replay):
+    """A pattern's recorded requests (patterns/base.Replay) as prompts of their own lengths."""
     from llmbench.kinds.serving.prompts import trace_prompts
 
-    trace = read_trace(cfg.trace, cfg.trace_format)
-    reqs, notes = prepare(trace, speedup=cfg.trace_speedup, max_input_len=cfg.max_input_len,
-                          max_output_len=cfg.max_output_len, limit=cfg.num_prompts)
-    specs = trace_prompts(tok, reqs, trace.block_tokens, cfg.seed)
-    span_s = reqs[-1].t_s
-    rate = (len(reqs) - 1) / span_s if span_s > 0 else math.inf
-    sch = Schedule(rate=rate, offsets_s=tuple(r.t_s for r in reqs), num_prompts=len(reqs),
-                   concurrency=cfg.max_concurrency, seed=cfg.seed)
-    off = sum(1 for r, s in zip(reqs, specs) if s.prompt_len != r.input_len)
+    specs = trace_prompts(tok, replay.requests, replay.block_tokens, cfg.seed)
+    notes = list(replay.notes)
+    off = sum(1 for r, s in zip(replay.requests, specs) if s.prompt_len != r.input_len)
     if off:
         notes.append(f"{off} trace prompt(s) could not be made exactly their length; the real "
                      "length is used")
-    return [sch], [len(reqs)], specs, notes
+    return [replay.schedule], [len(replay.requests)], specs, notes
 
 
 def _annotate(rec) -> None:
@@ -365,7 +386,7 @@ def _annotate(rec) -> None:
 
 
 def _corpus_text() -> str:
-    from llmbench.kinds.inference.prompts import bundled_text
+    from llmbench.data import bundled_text
 
     return bundled_text()
 
@@ -382,18 +403,13 @@ def _duration_pool(s: Schedule) -> int:
 
 
 def _workload(cfg: ServeConfig, sch: Schedule, specs: list[RequestSpec], requests_sent: int) -> dict:
-    rate = sch.rate
-    own_lens = bool(cfg.dataset or cfg.trace)       # lengths come from the file, not the flags
+    pattern = cfg.load_pattern()
+    own_lens = bool(cfg.dataset) or pattern.replays   # lengths come from a file, not the flags
     mean_in = round(sum(s.prompt_len for s in specs) / len(specs))
     mean_out = round(sum(s.output_len for s in specs) / len(specs))
-    source = "trace" if cfg.trace else "dataset"
+    source = pattern.name if pattern.replays else "dataset"
     w = {
-        "load": "trace" if cfg.trace else ("closed" if sch.closed_loop else "open"),
-        "concurrency": sch.concurrency if sch.closed_loop else None,
-        "max_concurrency": None if sch.closed_loop else sch.concurrency,
-        "request_rate": rate if rate is not None and not math.isinf(rate) else None,
-        "request_rate_label": "closed" if rate is None else ("inf" if math.isinf(rate) else f"{rate:g}"),
-        "burstiness": None if sch.closed_loop or cfg.trace else sch.burstiness,
+        **pattern.workload(sch),
         "num_prompts": sch.num_prompts, "duration_s": sch.duration_s,
         "requests_sent": requests_sent,
         "input_len": mean_in if own_lens else int(cfg.input_len.mean),
@@ -401,7 +417,7 @@ def _workload(cfg: ServeConfig, sch: Schedule, specs: list[RequestSpec], request
         else int((cfg.output_len or LengthDist(a=32)).mean),
         "input_len_dist": source if own_lens else str(cfg.input_len),
         "output_len_dist": str(cfg.output_len) if cfg.output_len else (source if own_lens else "32"),
-        "dataset": str(cfg.dataset) if cfg.dataset else ("trace" if cfg.trace else "synthetic"),
+        "dataset": str(cfg.dataset) if cfg.dataset else (pattern.name if pattern.replays else "synthetic"),
         "shared_prefix": cfg.shared_prefix, "api": cfg.api, "warmup": cfg.warmup,
         "warmup_requests": cfg.warmup_requests,
         "cooldown": cfg.cooldown, "slo": ",".join(f"{k}={v:g}" for k, v in cfg.slo.items()) or None,
@@ -417,9 +433,6 @@ def _workload(cfg: ServeConfig, sch: Schedule, specs: list[RequestSpec], request
         w["client_executor"] = cfg.executor
     if cfg.turns > 1:
         w.update(turns=cfg.turns, think_time_s=cfg.think_time_s, sessions=sch.num_prompts // cfg.turns)
-    if cfg.trace:
-        w.update(trace=str(cfg.trace), trace_format=cfg.trace_format, trace_speedup=cfg.trace_speedup,
-                 max_input_len=cfg.max_input_len, max_output_len=cfg.max_output_len)
     return w
 
 

@@ -149,7 +149,7 @@ def server_view(sm: dict, metrics: dict, serving: dict, notes: list[str]) -> Non
         return
     # The server's own latency histograms beside the client's percentiles (bucket-interpolated:
     # only as fine as the server's bucket edges; see docs/serving.md for why they differ).
-    from llmbench.store.record import MetricStats
+    from llmbench.measure.metric_stats import MetricStats
 
     for name, h in sm.get("histograms", {}).items():
         if h["count"]:

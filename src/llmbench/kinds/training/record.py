@@ -18,7 +18,8 @@ import statistics
 from typing import Any
 
 from llmbench.measure.stats import summarize
-from llmbench.store.record import BackendInfo, HardwareInfo, MetricStats, ModelInfo, Record
+from llmbench.measure.metric_stats import MetricStats
+from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
 from llmbench.kinds.training.config import TrainPoint
 from llmbench.kinds.training.peaks import SPREAD_GOAL, hardware_peak
 from llmbench.measure.power import reliable_window_s

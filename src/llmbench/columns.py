@@ -1,5 +1,7 @@
 """What the flat columns of a record (store.flatten) mean: configuration or outcome, and which
-of them tell a set of rows apart. Shared by `llmbench results` and the report's tables."""
+of them tell a set of rows apart. Shared by `llmbench results` and the report's tables. It
+lives beside the metric catalog (metrics.py), whose names it reads: the store, a layer below,
+only writes and flattens records."""
 
 from __future__ import annotations
 
@@ -17,7 +19,10 @@ NOT_CONFIG = {"run_id", "created_at", "error", "path", "point_key", "backend_ver
               "layers", "kv_heads", "opt_torch", "opt_torch_threads", "opt_sampling",
               "request_rate_label", "source_file", "source_row", "_mtime_ns", "_size",
               "repeats", "warmups", "warmup", "cooldown", "timeout_s", "num_prompts",
-              "duration_s", "input_len_dist", "output_len_dist", "source", "sources"}
+              "duration_s", "input_len_dist", "output_len_dist", "source", "sources",
+              # readings of the measured window (store.flatten), outcomes a table flags
+              "energy_short_window", "contended", "throttled", "gpu_dram_bw_util_pct",
+              "gpu_sm_util_pct", "gpu_sm_occupancy_pct", "gpu_tensor_util_pct"}
 IDENTITY = ("kind", "status", "backend", "model", "hardware", "hardware_count")
 # The workload's shape: said once when every row shares it (a table of rows that differ only in
 # engine options must still say at which batch size and lengths they were measured).
@@ -73,13 +78,19 @@ def said_once(varying: Sequence[str], cells: Callable[[str], Sequence[str]],
     show: list[str] = []
     headers: dict[str, str] = {}
     for c in varying:  # the model comes first (IDENTITY): the fields it explains follow it
-        twin = next((k for k in show if list(cells(k)) == list(cells(c))), None)
+        # two yes/no settings agree row for row by chance ('compile/energy <2 s'): never one
+        twin = None if _yes_no(cells(c)) else \
+            next((k for k in show if list(cells(k)) == list(cells(c))), None)
         if twin is not None:
             headers[twin] += "/" + header(c)
         elif not (c in MODEL_FIELDS and "model" in show and _follows(cells("model"), cells(c))):
             show.append(c)
             headers[c] = header(c)
     return show, headers
+
+
+def _yes_no(vals: Sequence[str]) -> bool:
+    return all(str(v).lower() in ("true", "false", "–", "") for v in vals)
 
 
 def _follows(by: Sequence[str], vals: Sequence[str]) -> bool:

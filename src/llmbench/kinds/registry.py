@@ -1,0 +1,32 @@
+"""Kinds registry: a new kind of point is one folder under kinds/ plus one line here.
+
+Values are "module:Class" strings, so that reading the registry imports no kind: the pipeline
+(launch/) reads it to rebuild a kind from its name in a worker process or a Ray task, and
+imports nothing else from kinds/."""
+
+from __future__ import annotations
+
+import importlib
+
+from llmbench.errors import SpecError, did_you_mean
+
+REGISTRY: dict[str, str] = {
+    "inference": "llmbench.kinds.inference.kind:InferenceKind",
+    "serving": "llmbench.kinds.serving.kind:ServingKind",
+    "training": "llmbench.kinds.training.kind:TrainingKind",
+}
+
+
+def kind_class(name: str) -> type:
+    try:
+        target = REGISTRY[name]
+    except KeyError:
+        raise SpecError([("kind", f"unknown kind {name!r}{did_you_mean(name, REGISTRY)}; "
+                                  f"known: {', '.join(REGISTRY)}")]) from None
+    module, cls = target.split(":")
+    return getattr(importlib.import_module(module), cls)
+
+
+def get_kind(name: str):
+    """A kind's PointKind, built with its defaults (as a worker rebuilds it from a job file)."""
+    return kind_class(name)()

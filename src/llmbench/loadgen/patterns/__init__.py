@@ -1,0 +1,42 @@
+"""The load patterns, by name: one module each (base.py says what a pattern owns), one line
+here. Without `--pattern`, the first whose `implied_by` holds is used (so the order matters:
+a trace, then a rate, else the closed loop)."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+from llmbench.errors import SpecError, did_you_mean
+
+if TYPE_CHECKING:
+    from llmbench.loadgen.patterns.base import LoadPattern
+
+PATTERNS: dict[str, str | type[LoadPattern]] = {   # name -> "module:class" (or the class)
+    "trace": "llmbench.loadgen.patterns.trace:TraceReplay",
+    "poisson": "llmbench.loadgen.patterns.poisson:Poisson",
+    "gamma": "llmbench.loadgen.patterns.gamma:Gamma",
+    "closed": "llmbench.loadgen.patterns.closed:ClosedLoop",
+}
+
+
+def pattern_class(name: str) -> type[LoadPattern]:
+    if name not in PATTERNS:
+        raise SpecError([("--pattern", f"unknown load pattern {name!r}{did_you_mean(name, PATTERNS)}; "
+                                       f"registered: {', '.join(PATTERNS)}")])
+    entry = PATTERNS[name]
+    if isinstance(entry, str):
+        module, _, cls = entry.partition(":")
+        return getattr(import_module(module), cls)
+    return entry
+
+
+def pattern_for(cfg) -> LoadPattern:
+    """The pattern `cfg` names (`--pattern`), or the one its flags imply."""
+    if cfg.pattern is not None:
+        return pattern_class(cfg.pattern)(cfg)
+    for name in PATTERNS:
+        cls = pattern_class(name)
+        if cls.implied_by(cfg):
+            return cls(cfg)
+    raise SpecError([("--pattern", "no load pattern fits these flags: give --pattern NAME")])
