@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
+from typing import Any
 
 DIRECTION = "ratio = llmbench / tool as a throughput: > 1 = llmbench faster"
 
@@ -22,3 +23,22 @@ def speed_ratio(ours: Sequence[float], theirs: Sequence[float], *, time: bool = 
 def order(round_index: int) -> tuple[str, str]:
     """Who goes first in a round: llmbench in even rounds, the tool in odd ones."""
     return ("llmbench", "tool") if round_index % 2 == 0 else ("tool", "llmbench")
+
+
+def welch_change(base: Sequence[float], new: Sequence[float], unit: str = "s") -> dict[str, Any]:
+    """new against base as `llmbench compare` puts it: the change of the mean in % of base's
+    mean, its 95% Welch interval, and whether the interval excludes 0 (analysis/compare.py)."""
+    from llmbench.analysis.compare import metric_change
+    from llmbench.measure.stats import summarize
+
+    c = metric_change("batch_latency_s", summarize(list(base), unit), summarize(list(new), unit))
+    lo, hi = c.pct_ci
+    return {"base_mean": c.base_mean, "new_mean": c.new_mean, "pct": c.pct, "ci_pct": [lo, hi],
+            "n": [c.n_base, c.n_new], "significant": c.significant}
+
+
+def describe_change(label: str, ch: dict[str, Any]) -> str:
+    lo, hi = ch["ci_pct"]
+    verdict = "significant" if ch["significant"] else "no significant change"
+    return (f"{label}: {ch['base_mean'] * 1e3:.1f} -> {ch['new_mean'] * 1e3:.1f} ms, {ch['pct']:+.1f}% "
+            f"[{lo:+.1f}%, {hi:+.1f}%] (95% Welch, n={ch['n'][0]}/{ch['n'][1]}; {verdict})")

@@ -9,8 +9,9 @@ with the counters llmbench writes into its records, beside what the load itself 
 
     PYTHONPATH=src python3 benchmarks/gpm_probe.py [--seconds 3] [--json OUT.json]
 
-Seen on an H200 (ENVIRONMENT.md, 2026-12-02, by hand): copy 4.28 TB/s read DRAM 85.7%; matmul
-659 TFLOP/s read tensor 87.5%, DRAM 18%; idle 1-4%. Exit status 1 when a check fails.
+Seen on an H200 (2026-12-02, by hand, not backed by a committed log: docs/findings.md): copy
+4.28 TB/s read DRAM 85.7%; matmul 659 TFLOP/s read tensor 87.5%, DRAM 18%; idle 1-4%. --json
+writes the figures to commit beside the claim. Exit status 1 when a check fails.
 """
 
 from __future__ import annotations

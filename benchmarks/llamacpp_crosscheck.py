@@ -1,16 +1,42 @@
 """Cross-check llmbench's llama.cpp numbers against llama-bench, built from the same source, on
 the same GGUF and the same settings (every layer offloaded, flash attention on, batch 1).
 
-llama-bench's tests: `tg128` generates 128 tokens one at a time from an empty context and
-reports tokens/s; `pp128` evaluates a 128-token prompt in one batch and reports tokens/s. Their
-llmbench counterparts on a point of in 128 / out 129 (so that exactly 128 tokens are decoded
-after the first, which the prompt's evaluation yields):
-- decode rate   = 128 / (last token - first token), per repeat (= 1 / TPOT);
-- prefill rate  = 128 / TTFT, per repeat (TTFT also holds the first sampling step);
-- and llama.cpp's own perf counters inside llmbench's run (`engine_decode_s`,
-  `engine_prefill_s`), which should match llmbench's clock.
+llama-bench's tests time engine work alone: `pp128` is one `llama_decode` of a 128-token prompt
+up to its synchronisation, `tg128` 128 single-token `llama_decode` calls, each synchronised, with
+no sampling. The same quantity inside llmbench's run of a point of in 128 / out 129 (128 decode
+steps after the prompt's) is llama.cpp's own perf counters, which the backend reads after each
+timed batch (`llama_perf_context`: `t_p_eval` spans from a prompt's `llama_decode` call to the
+synchronisation that reads its logits, `t_eval` the same for single-token steps):
+- pp128 = engine_prefill_tokens / engine_prefill_s, per repeat (issue 37 item 4: until then this
+  compared 128 / TTFT, which also holds llmbench filling the batch in Python, the first token's
+  argmax over the vocabulary and its timestamp, with llama-bench's pure prompt evaluation);
+- tg128 = engine_decode_steps / engine_decode_s, per repeat.
+llmbench's user-facing rates, 128 / TTFT and 128 / (last token - first token), are printed
+beside them as what a user of the record sees, not as the comparison.
 The contexts differ by design: tg128 decodes at positions 0..127, llmbench at 128..255 (after
 its prompt); at 8B that costs a few microseconds of attention per token.
+
+Why llama.cpp's own prefill inside llmbench's run is slower than llama-bench's pp128 (on the H200,
+LLaMA-3-8B F16: 11,173 vs 14,024 tok/s, 11.46 vs 9.13 ms; benchmarks/h200/outputs/
+llamacpp-crosscheck.json and record results/h200/20261201T211303Z-a4557a), from the code:
+- graph reuse. llama.cpp keeps the last compute graph and reuses it when the next ubatch has
+  the same shape (`llama_context::process_ubatch`: `!graph_reuse_disable && can_reuse(...)` ->
+  only the inputs are set; otherwise the graph is rebuilt and the scheduler splits and allocates
+  it again, on the host, inside the timed decode). llama-bench's pp reps run the same 128-token
+  decode back to back after a memory clear: from the second on, the graph is reused. llmbench's
+  prompt follows the previous repeat's 128 single-token decodes, so its prompt graph is rebuilt
+  every repeat, and `t_p_eval` holds that host work (the decode steps, all of one shape, reuse
+  theirs: tg agrees, 0.98-1.00). This is read from the code, not yet confirmed by a measurement:
+  `benchmarks/llamacpp_graph_reuse.py` on the shared 2-core CPU (SmolLM2, 8-token prompt; log
+  docs/data/llamacpp-graph-reuse-cpu-20261204.txt) read rebuild - reuse +1.7 ms in one run and
+  -2.0 ms in the next, noise larger than the effect; on the H200 (`--gpu-layers 99`, the point's
+  --prompt 128) the host part stands alone and decides it.
+- what does not differ at this point: n_batch / n_ubatch (llmbench 512 / 512, llama-bench 2048 /
+  512: a 128-token prompt is one ubatch either way), flash attention (on both sides), threads
+  (the same count given to both), the tokens' logits (only the last token's on both sides), the
+  warm-up (one of the same shape on both; llama-bench's first timed rep still ran cold, 5,392
+  tok/s, which the median leaves out), the KV cache (one sequence: n_ctx 512 here against 256,
+  both padded to 256 cells for the flash-attention kernel at this length).
 
 Like with like (benchmarks/crosscheck_stats.py): the median of per-repeat samples on both sides
 (llama-bench's JSON `samples_ts`, never its mean `avg_ts`), ratios as throughputs llmbench /
@@ -63,10 +89,27 @@ def llama_bench(binary: str, gguf: str, repeats: int, gpu: bool, threads: int) -
 
 
 def llmbench_rates(rec: dict) -> dict[str, list[float]]:
-    """llmbench's per-repeat counterparts of tg128 and pp128 from a point of in 128 / out 129."""
+    """The same quantities as llama-bench's pp128 and tg128, per repeat, from llama.cpp's own
+    counters in llmbench's record of a point of in 128 / out 129; an error when the counters did
+    not see 128 prompt tokens and 128 decode steps."""
+    m = rec["metrics"]
+
+    def rate(count: str, seconds: str) -> list[float]:
+        ns, ts = m[count]["samples"], m[seconds]["samples"]
+        if any(n != 128 for n in ns):
+            raise ValueError(f"{count} read {ns}, not 128 per repeat: not the point llama-bench runs")
+        return [n / t for n, t in zip(ns, ts)]
+
+    return {"pp128": rate("engine_prefill_tokens", "engine_prefill_s"),
+            "tg128": rate("engine_decode_steps", "engine_decode_s")}
+
+
+def llmbench_user_rates(rec: dict) -> dict[str, list[float]]:
+    """What llmbench's record tells a user at the same point: 128 / TTFT (the batch filled in
+    Python, the prompt, the first token's argmax and stamp) and 128 / (last - first token)."""
     m = rec["metrics"]
     ttft, e2e = m["ttft_s"]["samples"], m["e2e_s"]["samples"]
-    return {"tg128": [128 / (e - t) for t, e in zip(ttft, e2e)], "pp128": [128 / t for t in ttft]}
+    return {"128/TTFT": [128 / t for t in ttft], "128/(last-first)": [128 / (e - t) for t, e in zip(ttft, e2e)]}
 
 
 def ratios(ours: dict[str, list[float]], theirs: dict[str, list[float]]) -> dict[str, float]:
@@ -109,8 +152,7 @@ def main() -> None:
     results = a.results or Path(tempfile.mkdtemp(prefix="llamacpp-crosscheck-"))
     ours: dict[str, list[float]] = {"tg128": [], "pp128": []}
     theirs: dict[str, list[float]] = {"tg128": [], "pp128": []}
-    eng_dec: list[float] = []
-    eng_pp: list[float] = []
+    user: dict[str, list[float]] = {"128/TTFT": [], "128/(last-first)": []}
     for r in range(a.rounds):
         for side in order(r):
             if side == "tool":
@@ -122,10 +164,8 @@ def main() -> None:
                                      results / f"round-{r}")
                 for k, xs in llmbench_rates(rec).items():
                     ours[k] += xs
-                m = rec["metrics"]
-                eng_dec += m.get("engine_decode_s", {}).get("samples") or []
-                eng_pp += m.get("engine_prefill_s", {}).get("samples") or []
-    med = statistics.median
+                for k, xs in llmbench_user_rates(rec).items():
+                    user[k] += xs
     rows = ratios(ours, theirs)
     opts = rec["backend"]["options"]
     print(f"\nllama.cpp {rec['backend']['version']} ({bench['tg128'].get('backends')}, "
@@ -135,18 +175,27 @@ def main() -> None:
           f"ggml_backend={opts.get('ggml_backend')} flash_attn={opts.get('flash_attn')}")
     print(f"{a.rounds} rounds x {a.repeats} repeats per side, order alternating, one warm-up per side "
           f"per round; medians of per-repeat samples; {DIRECTION}")
-    for name, ratio in rows.items():
-        print(f"  {name}: llmbench {med(ours[name]):8.1f} tok/s (n={len(ours[name])})   "
-              f"llama-bench {med(theirs[name]):8.1f} tok/s (n={len(theirs[name])})   ratio {ratio:.3f}")
-    if eng_dec:
-        own = [128 / d for d in eng_dec]  # llama.cpp's t_eval over its decode calls in llmbench's run
-        print(f"  llama.cpp's own counters inside llmbench's run: decode {med(own):.1f} tok/s"
-              + (f", prefill {128 / med(eng_pp):.1f} tok/s" if eng_pp else ""))
+    print(report(ours, theirs, user))
     if a.results:
         (a.results / "llamacpp-crosscheck.json").write_text(json.dumps(
             {"model": a.model, "gguf": gguf, "rounds": a.rounds, "repeats": a.repeats,
-             "llama_bench_tok_s": theirs, "llmbench_tok_s": ours, "ratios": rows,
+             "llama_bench_tok_s": theirs, "llmbench_engine_tok_s": ours, "llmbench_user_tok_s": user,
+             "ratios": rows, "compared": "llama.cpp's own counters in llmbench's run vs llama-bench",
              "ratio_direction": DIRECTION}, indent=1))
+
+
+def report(ours: dict[str, list[float]], theirs: dict[str, list[float]],
+           user: dict[str, list[float]]) -> str:
+    """The comparison's lines: llama.cpp's counters in llmbench's run against llama-bench, then
+    llmbench's user-facing rates (not like for like)."""
+    med = statistics.median
+    lines = []
+    for name, ratio in ratios(ours, theirs).items():
+        lines.append(f"  {name}: llama.cpp in llmbench's run {med(ours[name]):8.1f} tok/s (n={len(ours[name])})   "
+                     f"llama-bench {med(theirs[name]):8.1f} tok/s (n={len(theirs[name])})   ratio {ratio:.3f}")
+    lines.append("  llmbench's own clock at the same point (includes its Python; not the comparison): "
+                 + ", ".join(f"{k} {med(v):.1f} tok/s" for k, v in user.items()))
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ set up by `benchmarks/h200/setup.sh` (docs/gpu-campaign.md has the whole recipe)
     python3 benchmarks/h200/campaign.py PART [PART ...] --out DIR [--budget-s 540] [--dry-run]
 
 PART: vllm | llamacpp | llamacpp-long | serve | capacity | gpu-tests | transformers |
-findings-vllm | findings-models | findings-llamacpp (the study's findings) | list. Steps run in priority order;
+findings-vllm | findings-models | findings-llamacpp (the study's findings) | gate-inference |
+gate-training (the regression gate: committed points re-run, then `llmbench compare` against
+them; benchmarks/h200/gate.py) | list. Steps run in priority order;
 one that would start past the budget, or whose engine is missing, is skipped and written with its
 reason to DIR/skipped-PART.txt, never silently dropped. Records land in DIR/records-PART.tgz.
 """
@@ -27,6 +29,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))  # gate.py beside it
 MODEL = "llama-3-8b"
 BATCHES = "1,16,32,64"
 
@@ -124,7 +127,33 @@ def plan(part: str, results: str) -> list[Step]:
         ]
     if part in FINDINGS_PARTS:
         return findings_plan(part, results)
+    if part in GATE_PARTS:
+        return gate_plan(results, part.removeprefix("gate-"))
     raise SystemExit(f"unknown part {part!r}")
+
+
+GATE_PARTS = ("gate-inference", "gate-training")
+
+
+def gate_plan(results: str, which: str) -> list[Step]:
+    """The gate's points of one part re-run (benchmarks/h200/gate.py), then the compare table:
+    inference ~530 s, training ~200 s of steps, one 10-minute call each."""
+    import gate
+
+    needs = {"run": {"transformers": "torch", "llamacpp": "llama_cpp", "vllm": "vllm"}, "train": "torch"}
+    est = {"transformers": 120, "llamacpp": 50, "vllm": 90, "train": 60}
+    points = gate.select(which)
+    steps: list[Step] = [("GGUF file: random-weight F16 (the llama.cpp point)",
+                          [sys.executable, "-m", "llmbench", "models", "path", MODEL, "--format", "gguf",
+                           "--gguf-type", "f16"], 60, "llama_cpp")] if which == "inference" else []
+    for p in points:
+        engine = p.rerun[p.rerun.index("--backend") + 1] if "--backend" in p.rerun else "train"
+        need = needs["train"] if engine == "train" else needs["run"][engine]
+        steps.append((f"gate: {p.name} (against {p.run})", gate.rerun_argv(p, results), est[engine], need))
+    steps.append(("gate: llmbench compare, committed records -> this run",
+                  [sys.executable, str(HERE / "gate.py"), "--new", results, "--points", which,
+                   "--base", str(Path(results).parent / f"gate-base-{which}")], 20, "llmbench"))
+    return steps
 
 
 # -- the study's findings re-tested on the H200 (issue 20; `llmbench findings` reads the records) --
@@ -185,7 +214,8 @@ def findings_plan(part: str, results: str) -> list[Step]:
     raise SystemExit(f"unknown part {part!r}")
 
 
-PARTS = ("vllm", "llamacpp", "llamacpp-long", "serve", "capacity", "gpu-tests", "transformers", *FINDINGS_PARTS)
+PARTS = ("vllm", "llamacpp", "llamacpp-long", "serve", "capacity", "gpu-tests", "transformers",
+         *FINDINGS_PARTS, *GATE_PARTS)
 
 
 def have(module: str) -> bool:

@@ -233,6 +233,16 @@ SHOWN_FIRST: dict[str, tuple[str, ...]] = {
                  "mem_peak_gib_mean", "avg_power_w_mean", "scaling_efficiency_mean",
                  "roofline_efficiency_tokens_per_s", "gpu_dram_bw_util_pct"),
 }
+# What the report's and dashboard's figures plot on their y axis, by role: a figure draws the
+# first of a role's metrics that a record has (an offline record's total throughput, a training
+# record's tokens/s), so every kind finds its own on the same view.
+FIGURE_Y: dict[str, tuple[str, ...]] = {
+    "throughput": ("total_throughput_tok_s", "output_throughput_tok_s", "tokens_per_s"),
+    "efficiency": ("roofline_efficiency_total_throughput_tok_s",
+                   "roofline_efficiency_output_throughput_tok_s",
+                   "roofline_efficiency_batch_latency_s", "roofline_efficiency_tpot_s",
+                   "roofline_efficiency_tokens_per_s"),
+}
 # A metric's statistics in the order a reader wants them (a suggestion lists the first).
 STATS_FIRST = ("mean", "median", "p50", "p90", "p99", "p95", "min", "max", "std", "ci95_low",
                "ci95_high", "n")

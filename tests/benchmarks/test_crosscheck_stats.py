@@ -1,9 +1,11 @@
 """The cross-checks compare like with like: medians of per-repeat samples on both sides, ratios
 as throughputs llmbench / tool (> 1 = llmbench faster), the A/B order alternating. Known
 answers from the H200 run's recorded samples (benchmarks/h200/outputs/llamacpp-crosscheck.json,
-copied here), medians picked by hand."""
+copied here, and llmbench's committed record of the same point), medians picked by hand."""
 
 import json
+import math
+import statistics
 import sys
 from pathlib import Path
 
@@ -17,11 +19,6 @@ import vllm_serve_crosscheck  # noqa: E402
 # llama-bench on the H200, LLaMA-3-8B F16, 5 repeats each (its JSON: samples_ts per repeat)
 PP_TS = [5392.06, 13752.2, 14119.2, 14023.9, 14143.5]          # mean 12286.2 (a cold first repeat)
 TG_TS = [206.833, 208.98, 209.113, 206.585, 206.42]
-# llmbench on the same point: 128 / TTFT and 128 / (last - first token), per repeat
-OUR_PP = [10582.891614831735, 10799.837664940087, 10603.908318842798, 9976.534100513112,
-          10201.189777456466]
-OUR_TG = [201.7536245357482, 203.39700585493105, 200.1813151645505, 203.87874079978758,
-          203.56725630033907]
 
 
 def _llama_bench_json():
@@ -30,21 +27,36 @@ def _llama_bench_json():
                        {**row, "n_prompt": 0, "n_gen": 128, "avg_ts": 207.586259, "samples_ts": TG_TS}])
 
 
-def _our_record():
-    ttft = [128 / x for x in OUR_PP]
-    e2e = [t + 128 / x for t, x in zip(ttft, OUR_TG)]
-    return {"metrics": {"ttft_s": {"samples": ttft}, "e2e_s": {"samples": e2e}}}
+# llmbench's record of the same point in the same H200 session (in 128 / out 129): llama.cpp's
+# own counters in its run, the quantity llama-bench times (issue 37 item 4)
+CROSSCHECK_RECORD = Path(__file__).resolve().parents[2] / "results" / "h200" / "20261201T211303Z-a4557a" / \
+    "inference-efb085a434d8f007-d7de42684ed58c5c.json"
 
 
-def test_llamacpp_ratio_is_median_to_median_throughput():
+def test_llamacpp_compares_llamas_own_counters_with_llama_bench():
     theirs = {k: v["samples_ts"] for k, v in llamacpp_crosscheck.parse_llama_bench(_llama_bench_json()).items()}
-    ours = llamacpp_crosscheck.llmbench_rates(_our_record())
-    assert ours["pp128"] == pytest.approx(OUR_PP) and ours["tg128"] == pytest.approx(OUR_TG)
+    rec = json.loads(CROSSCHECK_RECORD.read_text())
+    ours = llamacpp_crosscheck.llmbench_rates(rec)
+    # by hand from the record: prefill 0.011373, 0.011343, 0.011456, 0.012007, 0.01183 s for 128
+    # tokens, median 0.011456 s -> 11,173.2 tok/s; decode 128 steps, median 0.61848 s
+    assert ours["pp128"] == pytest.approx([128 / x for x in (0.011373, 0.011343, 0.011456, 0.012007, 0.01183)])
     r = llamacpp_crosscheck.ratios(ours, theirs)
-    # sorted middles: pp 10582.89 / 14023.9; tg 203.397 / 206.833
-    assert r["pp128"] == pytest.approx(10582.891614831735 / 14023.9, rel=1e-12)   # 0.755
-    assert r["tg128"] == pytest.approx(203.39700585493105 / 206.833, rel=1e-12)   # 0.983
-    assert round(r["pp128"], 3) == 0.755   # median to llama-bench's mean was 0.861
+    assert r["pp128"] == pytest.approx((128 / 0.011456) / 14023.9, rel=1e-12)   # 0.797
+    assert r["tg128"] == pytest.approx((128 / 0.61848) / 206.833, rel=1e-12)    # 1.001
+    assert round(128 / 0.011456) == 11173  # the figure the issue quotes
+    # the user-facing rates stay beside it, not compared: 128 / TTFT was the old pp128 (0.755)
+    user = llamacpp_crosscheck.llmbench_user_rates(rec)
+    ttft = rec["metrics"]["ttft_s"]["samples"]
+    assert user["128/TTFT"] == pytest.approx([128 / t for t in ttft])
+    text = llamacpp_crosscheck.report(ours, theirs, user)
+    assert "pp128: llama.cpp in llmbench's run  11173.2 tok/s" in text and "ratio 0.797" in text
+
+
+def test_llamacpp_refuses_counters_of_another_point():
+    rec = json.loads(CROSSCHECK_RECORD.read_text())
+    rec["metrics"]["engine_prefill_tokens"]["samples"][2] = 64.0
+    with pytest.raises(ValueError, match="not 128 per repeat"):
+        llamacpp_crosscheck.llmbench_rates(rec)
 
 
 def test_times_are_inverted_so_above_one_is_llmbench_faster():
@@ -84,3 +96,43 @@ def test_serve_rounds_combine_to_medians_and_time_ratios_point_the_same_way(tmp_
     assert got["ttft_mean_ms"] == pytest.approx(1.0)
     assert got["tpot_median_ms"] == pytest.approx(4 / 5)
     assert "> 1 = llmbench faster" in capsys.readouterr().out
+
+
+# -- intervals and the CPU gate (issue 37 item 5) -------------------------------------------------
+def _welch_by_hand(base, new):
+    """(change %, CI low %, CI high %) of the mean, 95% Welch, from scipy's t quantile."""
+    from scipy import stats
+
+    mb, mn = statistics.fmean(base), statistics.fmean(new)
+    vb, vn = statistics.variance(base) / len(base), statistics.variance(new) / len(new)
+    df = (vb + vn) ** 2 / (vb ** 2 / (len(base) - 1) + vn ** 2 / (len(new) - 1))
+    h = stats.t.ppf(0.975, df) * math.sqrt(vb + vn)
+    return 100 * (mn - mb) / mb, 100 * (mn - mb - h) / mb, 100 * (mn - mb + h) / mb
+
+
+def test_welch_change_is_compares_interval():
+    # the issue's CPU figures: vLLM's benchmark 0.946-0.952 s, llmbench 0.816-0.823 s
+    tool, ours = [0.946, 0.952, 0.949, 0.950], [0.816, 0.823, 0.819, 0.821]
+    ch = crosscheck_stats.welch_change(tool, ours)
+    pct, lo, hi = _welch_by_hand(tool, ours)
+    assert ch["pct"] == pytest.approx(pct) and ch["ci_pct"] == pytest.approx([lo, hi])
+    assert ch["significant"] and ch["n"] == [4, 4]
+    assert crosscheck_stats.describe_change("x", ch).startswith(f"x: 949.2 -> 819.8 ms, {pct:+.1f}%")
+
+
+def test_the_cpu_gate_compares_each_side_with_the_baseline_run():
+    import vllm_crosscheck
+
+    base = {"vllm": "0.32.0", "model": "smollm2-135m", "input_len": 32, "output_len": 32,
+            "rows": [{"batch_size": 4, "llmbench_s": [0.82, 0.83, 0.81], "vllm_latency_s": [0.95, 0.94, 0.96],
+                      "llm_generate_s": [0.90, 0.91, 0.89]}]}
+    rows = [{"batch_size": 4, "llmbench_s": [0.86, 0.87, 0.85], "vllm_latency_s": [0.95, 0.945, 0.955],
+             "llm_generate_s": [0.90, 0.905, 0.895]},
+            {"batch_size": 8, "llmbench_s": [1.0, 1.1], "vllm_latency_s": [1.2, 1.3], "llm_generate_s": [1.1, 1.2]}]
+    text = vllm_crosscheck.gate_report(base, rows, "base.json")
+    pct, lo, hi = _welch_by_hand([0.82, 0.83, 0.81], [0.86, 0.87, 0.85])
+    line = next(x for x in text.splitlines() if "llmbench batch_latency_s" in x)
+    assert f"820.0 -> 860.0 ms, {pct:+.1f}% [{lo:+.1f}%, {hi:+.1f}%]" in line and "; significant)" in line
+    tool = next(x for x in text.splitlines() if "vllm.benchmarks.latency" in x)
+    assert "no significant change" in tool
+    assert " batch 8: not in the baseline" in text

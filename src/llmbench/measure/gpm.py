@@ -1,5 +1,7 @@
-"""The hardware's own counters over a measured window: NVML GPM metrics (Hopper and later) plus
-clocks, clock-event (throttle) reasons and temperature at each window's edges.
+"""The hardware's own counters over a measured window: NVML GPM metrics (Hopper and later);
+clocks, clock-event (throttle) reasons and temperature at each window's edges; clocks and
+clock-event reasons sampled through the window and the power limit read once a window
+(measure/clocks.py).
 
 GPM metrics are computed by NVML between two samples (`nvmlGpmSampleGet` before and after the
 window, then `nvmlGpmMetricsGet`): no sampling thread, and the reads sit outside the timed window
@@ -10,14 +12,15 @@ the point is read (tensor / pipeline parallel: never GPU 0 alone).
 
 A record's `hardware_counters` is either `{"absent": reason}` (CPU run, no NVML, no permission)
 or `{"source": "nvml", "gpus": [...], "windows", "window_s", <metric>_pct ..., "throttled",
-"throttle_reasons", "gpm": {"available": bool, "reason"?}}`. A metric NVML did not give is left
+"throttle_reasons", "throttle_fraction", "reason_fractions", "sm_clock_mhz", "power_limit_w",
+"gpm": {"available": bool, "reason"?}}`. A metric NVML did not give is left
 out and named in `absent_metrics` with NVML's reason, never written as zero. The point's value
 of a metric is the window-duration-weighted mean over its windows of the mean over its GPUs
 (each GPU's percentage of its own peak; the per-GPU values are in `gpus`).
 
-Measured on an H200 (ENVIRONMENT.md): a 4 GiB device copy at 4.28 TB/s read DRAM bandwidth
-utilisation 85.7%; an 8192^3 bf16 matmul at 659 TFLOP/s read tensor activity 87.5%, DRAM 18%;
-idle 1-4%.
+Read by hand on an H200 on 2026-12-02 (not backed by a committed log; docs/findings.md): a 4 GiB
+device copy at 4.28 TB/s read DRAM bandwidth utilisation 85.7%; an 8192^3 bf16 matmul at 659
+TFLOP/s read tensor activity 87.5%, DRAM 18%; idle 1-4%.
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ from concurrent.futures import Future
 from typing import Any
 
 from llmbench.measure.aside import aside
+from llmbench.measure.clocks import (SAMPLE_PERIOD_S, THROTTLE, ClockSampler, ClockTrace, power_limits_w,
+                                     reason_names)
 
 # record field -> pynvml constant (the percentage NVML computes between two samples)
 GPM_METRICS = {
@@ -37,36 +42,24 @@ GPM_METRICS = {
     "sm_occupancy_pct": "NVML_GPM_METRIC_SM_OCCUPANCY",
     "tensor_util_pct": "NVML_GPM_METRIC_ANY_TENSOR_UTIL",
 }
-# clock-event reason bits (nvmlClocksEventReason*) -> name. The ones in THROTTLE slow the clocks
-# down against the workload's will: a window that saw one is flagged like a contended one. Idle,
-# application clocks, sync boost and display clocks are not throttling.
-REASONS = {
-    0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap",
-    0x8: "hw_slowdown", 0x10: "sync_boost", 0x20: "sw_thermal_slowdown",
-    0x40: "hw_thermal_slowdown", 0x80: "hw_power_brake_slowdown", 0x100: "display_clock_setting",
-}
-THROTTLE = frozenset({"sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
-                      "hw_power_brake_slowdown"})
 # NVML's GPM metrics are unreliable over very short sample intervals; windows below this are
 # flagged in the record (workloads already lengthen energy windows to >= 2 s)
 MIN_GPM_WINDOW_S = 0.1
-
-
-def reason_names(mask: int) -> list[str]:
-    names = [n for bit, n in REASONS.items() if mask & bit]
-    rest = mask & ~sum(REASONS)
-    return names + ([f"unknown_0x{rest:x}"] if rest else [])
 
 
 class CounterWatch:
     """Accumulates the counters over every measured window of one point."""
 
     def __init__(self, gpu_indices: list[int] | None = None, nvml=None, absent: str | None = None,
-                 clock: Callable[[], float] = time.perf_counter):
+                 clock: Callable[[], float] = time.perf_counter,
+                 sample_period_s: float | None = SAMPLE_PERIOD_S):
+        """sample_period_s: how often clocks and clock-event reasons are read through a window
+        (measure/clocks.py); None: at its edges only."""
         self.indices = gpu_indices or []
         self.nvml = nvml
         self.absent = absent
         self.clock = clock
+        self.sample_period_s = sample_period_s
         self.handles: list = []
         self.gpm_reason: str | None = None
         self.gpm_ids: dict[str, int] = {}
@@ -128,6 +121,8 @@ class CounterWatch:
         self.last: list[dict | None] = [None for _ in self.indices]
         self.throttle: list[set[str]] = [set() for _ in self.indices]
         self.min_sm_clock: list[int | None] = [None for _ in self.indices]
+        self.traces: list[ClockTrace] = [ClockTrace() for _ in self.indices]
+        self.limits: list[list[dict[str, float]]] = [[] for _ in self.indices]  # one a window
         self.edge_errors: set[str] = set()
 
     # -- reads ---------------------------------------------------------------------------
@@ -201,9 +196,16 @@ class CounterWatch:
             yield self
             return
         self.settle()  # the previous window's closing reads come before this one's opening
-        read = {"starts": [self._edge(h) for h in self.handles], "samples0": self._samples()}
+        read = {"starts": [self._edge(h) for h in self.handles], "samples0": self._samples(),
+                "limits": [power_limits_w(self.nvml, h) for h in self.handles]}
+        sampler = None
+        if self.sample_period_s:
+            sampler = ClockSampler(self.nvml, self.handles, self.sample_period_s, self.clock)
+            sampler.start()
 
         def closing() -> None:
+            if sampler is not None:  # told to stop at the closing edge; its readings collected here
+                read["readings"] = sampler.stop()
             read["samples1"] = self._samples() if None not in read["samples0"] \
                 else [None] * len(self.handles)
             read["ends"] = [self._edge(h) for h in self.handles]
@@ -225,8 +227,11 @@ class CounterWatch:
         try:
             yield self
         finally:
-            dt = self.clock() - t0
-            self._pending.append((job or aside(closing), read, dt))
+            t1 = self.clock()
+            read["span"] = (t0, t1)
+            if sampler is not None:
+                sampler.halt()  # no reading after the window's end counts (add_window)
+            self._pending.append((job or aside(closing), read, t1 - t0))
 
     def _window_metrics(self, s0, s1) -> dict[str, float] | None:
         """NVML's metrics between a window's two samples (None without both), samples freed."""
@@ -262,6 +267,10 @@ class CounterWatch:
                 if self.first[g] is None:
                     self.first[g] = read["starts"][g]
                 self.last[g] = read["ends"][g]
+                self.limits[g].append(read["limits"][g])
+                if "readings" in read:
+                    self.traces[g].add_window(read["readings"][g], *read["span"])
+                    self.throttle[g] |= THROTTLE.intersection(self.traces[g].reason_s)
                 for edge in (read["starts"][g], read["ends"][g]):
                     self.throttle[g] |= THROTTLE.intersection(edge.get("clocks_event_reasons", ()))
                     c = edge.get("sm_clock_mhz")
@@ -276,10 +285,47 @@ class CounterWatch:
         if self.absent is not None or not self.handles:
             return None
         gpm = "GPM samples, " if self.gpm else ""
-        return (f"NVML {gpm}clocks, clock-event reasons and temperature of GPU(s) {self.indices} "
-                "read before and after the window, nothing inside it")
+        edges = (f"NVML {gpm}clocks, clock-event reasons, temperature and power limit of GPU(s) "
+                 f"{self.indices} read before and after the window")
+        if not self.sample_period_s:
+            return edges + ", nothing inside it"
+        return (edges + f"; clocks and clock-event reasons read by a thread inside it every "
+                f"{self.sample_period_s * 1000:.0f} ms (NVML waits with the GIL released)")
 
     # -- the record's section --------------------------------------------------------------
+    def _limit_fields(self, g: int) -> dict[str, Any]:
+        """GPU g's power limit: the one every window read, or each window's when it changed."""
+        seen = [lim for lim in self.limits[g] if lim]
+        if not seen:
+            return {}
+        if all(lim == seen[0] for lim in seen):
+            return {"power_limit_w": seen[0]}
+        return {"power_limit_w": seen[-1], "power_limit_changed_w": seen}
+
+    @staticmethod
+    def _sampled_fields(gpus: list[dict]) -> dict[str, Any]:
+        """The point's view of the sampled clocks and the power limits: the worst GPU's throttle
+        fraction (a step waits for its slowest GPU), the SM clock (mean over GPUs of each one's
+        time-weighted mean; min and max over all readings), the limits when
+        every GPU has the same, else each GPU's."""
+        out: dict[str, Any] = {}
+        sampled = [d.get("sampled") or {} for d in gpus]
+        if all("throttle_fraction" in s for s in sampled):
+            out["throttle_fraction"] = _worst([s["throttle_fraction"] for s in sampled])
+            names = sorted(set().union(*(s["reason_fractions"] for s in sampled)))
+            out["reason_fractions"] = {n: max(s["reason_fractions"].get(n, 0.0) for s in sampled)
+                                       for n in names}
+        if all("sm_clock_mhz" in s for s in sampled):
+            out["sm_clock_mhz"] = {"mean": sum(s["sm_clock_mhz"]["mean"] for s in sampled) / len(sampled),
+                                   "min": min(s["sm_clock_mhz"]["min"] for s in sampled),
+                                   "max": max(s["sm_clock_mhz"]["max"] for s in sampled)}
+        limits = [d.get("power_limit_w") for d in gpus]
+        if limits and all(limits) and all(lim == limits[0] for lim in limits):
+            out["power_limit_w"] = limits[0]
+        if any(d.get("power_limit_changed_w") for d in gpus):
+            out["power_limit_changed"] = True
+        return out
+
     def result(self) -> dict[str, Any]:
         self._take_windows()
         if self.absent is not None:
@@ -296,6 +342,9 @@ class CounterWatch:
             if self.min_sm_clock[g] is not None:
                 d["min_sm_clock_mhz"] = self.min_sm_clock[g]
             d["throttle_reasons"] = sorted(self.throttle[g])
+            if self.traces[g].window_s:
+                d["sampled"] = self.traces[g].summary()
+            d.update(self._limit_fields(g))
             gpus.append(d)
         out: dict[str, Any] = {"source": "nvml", "gpu_indices": self.indices,
                                "windows": self.windows, "window_s": self.window_s}
@@ -318,6 +367,7 @@ class CounterWatch:
         reasons = sorted(set().union(*self.throttle)) if self.throttle else []
         out["throttled"] = bool(reasons)
         out["throttle_reasons"] = reasons
+        out.update(self._sampled_fields(gpus))
         if self.edge_errors:
             out["edge_errors"] = sorted(self.edge_errors)
         if self.short_windows:
@@ -326,6 +376,10 @@ class CounterWatch:
                            "NVML's GPM values are unreliable that short")
         out["gpus"] = gpus
         return out
+
+
+def _worst(values: list) -> Any:
+    return max(values) if values and None not in values else None
 
 
 def throttle_note(counters: dict) -> str | None:

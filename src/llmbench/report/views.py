@@ -10,6 +10,7 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from llmbench.metrics import FIGURE_Y
 from llmbench.report import figures
 from llmbench.report.aggregate import aggregate, rows_where, value_column, varying_within
 from llmbench.report.data import Data, samples
@@ -36,10 +37,8 @@ class View:
     pair_own: bool = False        # default slice: one the user's own records are in
 
 
-THROUGHPUT = ("total_throughput_tok_s", "output_throughput_tok_s", "tokens_per_s")
-EFFICIENCY = ("roofline_efficiency_total_throughput_tok_s",
-              "roofline_efficiency_output_throughput_tok_s", "roofline_efficiency_batch_latency_s",
-              "roofline_efficiency_tpot_s", "roofline_efficiency_tokens_per_s")
+THROUGHPUT = FIGURE_Y["throughput"]
+EFFICIENCY = FIGURE_Y["efficiency"]
 VIEWS: dict[str, View] = {v.key: v for v in [
     View("batch", "Throughput vs batch size", ("batch_size", "concurrency"), THROUGHPUT,
          log_x=True, log_y=True, help="Dotted: the roofline bound of the same hardware and model."),

@@ -4,8 +4,11 @@ Per timed step i (after warm-up): tokens_per_s_i = tokens in the step, all devic
 tflops_i = tokens_per_s_i * flops_per_token / 1e12 (flops.py), so `tflops` agrees with
 `tokens_per_s` x (6N + 12·L·h·s) by construction; `tflops_per_device` divides by the device
 count; `mfu` = tflops_per_device / the hardware's dense peak for the precision;
-`mfu_measured_peak` = tflops_per_device / the matrix-product peak measured in the same run
-(peaks.py: the median of timed windows), with that peak's min, max and spread beside it.
+`mfu_measured_peak` = tflops_per_device / the matrix-product peak measured in the same run and
+sustained under the enforced power limit in force (peaks.py: the median of the last timed
+windows once they settle), with that peak's min, max, spread, first burst and power state
+(limit, clocks, throttle fractions, mean power) beside it; the steps' own power state is in
+`hardware_counters` (sampled through their window), and a note says when the two limits differ.
 `compile_time_s` = first step − median timed step (compile runs only); `first_step_s` always.
 """
 
@@ -86,6 +89,8 @@ def fill(rec: Record, p: TrainPoint, r: dict[str, Any], torch_version: str | Non
         if (sp := meas.get("spread")) is not None and sp > SPREAD_GOAL:
             notes.append(f"measured matmul peak varied +-{sp:.1%} between its windows (goal "
                          f"+-{SPREAD_GOAL:.0%}): mfu_measured_peak is that uncertain")
+        if note := power_state_note(meas, r.get("hardware_counters") or {}):
+            notes.append(note)
     if p.compile:
         m["compile_time_s"] = one(max(0.0, r["first_step_s"] - statistics.median(times)), "s")
     if r.get("energy_j") is not None:
@@ -126,15 +131,35 @@ def fill(rec: Record, p: TrainPoint, r: dict[str, Any], torch_version: str | Non
     return rec
 
 
+def power_state_note(meas: dict[str, Any], counters: dict[str, Any]) -> str | None:
+    """A note when the peak and the steps ran under different enforced power limits (then
+    mfu_measured_peak divides by a peak of another power state), else None."""
+    peak_w = ((meas.get("power_state") or {}).get("power_limit_w") or {}).get("enforced")
+    steps_w = (counters.get("power_limit_w") or {}).get("enforced")
+    if peak_w is None or steps_w is None or peak_w == steps_w:
+        return None
+    return (f"power limit changed: the matmul peak was measured under {peak_w:.0f} W, the steps "
+            f"ran under {steps_w:.0f} W; mfu_measured_peak divides by another power state's peak")
+
+
 def measured_peak_metrics(meas: dict[str, Any], per_dev_tflops: list[float]) -> dict[str, MetricStats]:
     """`matmul_peak_tflops` (one sample per timed window; a record before windows has one)
     and `mfu_measured_peak` = TFLOP/s per device / the median window, carrying beside it the
-    peak's median, min, max, spread and the MFU range the peak's spread allows."""
+    peak's median, min, max, spread, the MFU range the peak's spread allows, and (runs since
+    issue 37) whether it settled, its first burst and the power state it was sustained under."""
     windows = [f / 1e12 for f in meas.get("windows_flops") or [meas["flops"]]]
     peak = meas["flops"] / 1e12
     mfu = summarize([x / peak for x in per_dev_tflops], "ratio")
     mfu.peak_tflops = {"median": peak, "min": min(windows), "max": max(windows),
                        "windows": len(windows), "spread": meas.get("spread")}
+    if "settled" in meas:
+        state = meas.get("power_state") or {}
+        mfu.peak_tflops.update(
+            settled=meas["settled"], burst_tflops=meas["burst_flops"] / 1e12,
+            windows_taken=meas["windows_taken"],
+            power_limit_w=(state.get("power_limit_w") or {}).get("enforced"),
+            sm_clock_mhz=(state.get("sm_clock_mhz") or {}).get("mean"),
+            throttle_fraction=state.get("throttle_fraction"), avg_power_w=state.get("avg_power_w"))
     if mfu.mean is not None:  # the mean MFU against the fastest and the slowest window
         mfu.range_over_peak_windows = [mfu.mean * peak / max(windows), mfu.mean * peak / min(windows)]
     return {"matmul_peak_tflops": summarize(windows, "TFLOP/s"), "mfu_measured_peak": mfu}

@@ -1,0 +1,70 @@
+"""Every figure a doc quotes names its record or committed log (issue 37 item 8): each
+`docs/data/...`, `results/...` or `benchmarks/h200/outputs/...` path and each H200 run id a doc
+names exists in the tree, and the training levers table is what the committed records say
+(each mean recomputed here from the records' per-step samples)."""
+
+import glob
+import json
+import re
+import statistics
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+# a path starts the token (not inside gh-pages/docs/data or lib-results/...)
+PATH = re.compile(r"(?<![\w/.-])(?:docs/data|results|benchmarks/h200/outputs)/[\w.\-*{},/]*")
+RUN_ID = re.compile(r"\b\d{8}T\d{6}Z-[0-9a-f]{6}\b")
+
+
+def expand(p: str) -> list[str]:
+    """Brace alternatives, as a shell expands them: a{1,2}b -> a1b, a2b."""
+    m = re.search(r"\{([^}]*)\}", p)
+    if not m:
+        return [p]
+    return [x for alt in m.group(1).split(",") for x in expand(p[:m.start()] + alt + p[m.end():])]
+
+
+def named_paths(text: str) -> list[str]:
+    """The paths a text names; one broken over a line after a '-' is joined again."""
+    out = []
+    for m in PATH.finditer(text):
+        p = m.group(0)
+        if p.endswith("-") and text[m.end():m.end() + 1] == "\n":
+            p += re.match(r"\s*([\w.\-*{},/]*)", text[m.end():]).group(1)
+        out.append(p.rstrip(".,/"))
+    return out
+
+
+def test_path_joining_and_braces():
+    text = "logs `docs/data/a-\n   b.txt` and results/h200/x{1,2}, not gh-pages/docs/data/y"
+    assert named_paths(text) == ["docs/data/a-b.txt", "results/h200/x{1,2}"]
+    assert expand("a{1,2}b{x,y}") == ["a1bx", "a1by", "a2bx", "a2by"]
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=lambda p: p.name)
+def test_every_named_log_and_record_exists(doc):
+    text = doc.read_text()
+    missing = [q for p in named_paths(text) for q in expand(p) if not glob.glob(str(ROOT / q))]
+    missing += [f"run {r}" for r in RUN_ID.findall(text)
+                if not (ROOT / "results" / "h200" / r).is_dir()]
+    assert not missing, f"{doc.name} names what is not in the tree: {missing}"
+
+
+def test_the_training_levers_table_is_the_records_mean():
+    """Each row names its two records (RUN/POINT-KEY-PREFIX); its off and on figures are the
+    means of those records' per-step samples, recomputed here, with the doc's rounding."""
+    rows = [line for line in (ROOT / "docs" / "training.md").read_text().splitlines()
+            if line.startswith("| ") and "` -> `" in line]
+    assert len(rows) >= 19
+    for line in rows:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        metric, off, on = cells[2], cells[3], cells[4]
+        refs = re.findall(r"`([^`]+)`", cells[-1])
+        for ref, shown in zip(refs, (off, on)):
+            run, key = ref.split("/")
+            (path,) = glob.glob(str(ROOT / "results" / "h200" / run / f"*-{key}*.json"))
+            samples = json.loads(Path(path).read_text())["metrics"][metric]["samples"]
+            mean = statistics.fmean(samples)
+            assert shown == (f"{mean:.3f}" if metric == "mfu" else f"{mean:.1f}"), (ref, metric, shown, mean)
