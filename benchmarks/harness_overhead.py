@@ -107,9 +107,9 @@ def llamacpp_engine(a) -> tuple:
 
     point = make_point(a, "llamacpp", "smollm2-135m", "cpu", "auto", {},
                        {"n_threads": a.threads} if a.threads else {})
-    be = LlamaCppBackend(point, resolve(point.model))
+    be = LlamaCppBackend(point.engine_call(), resolve(point.model))
     be.load()
-    be.prepare(point)
+    be.prepare(point.engine_call())
     ll, llm = be._ll, be.llm
     prompt = make_prompts(be, 1, a.input_len, 0, 0)[0]
     hl = ll.Llama(str(be.path), n_ctx=a.input_len + a.output_len + 16, n_threads=be.n_threads,
@@ -137,9 +137,9 @@ def transformers_engine(a) -> tuple:
     options = {"kv_cache": "static", "compile": True} if a.fast else {}
     backend_options = {"threads": a.threads} if a.threads else {}
     point = make_point(a, "transformers", model, a.device, a.dtype, options, backend_options)
-    be = TransformersBackend(point, resolve(model))
+    be = TransformersBackend(point.engine_call(), resolve(model))
     be.load()
-    be.prepare(point)
+    be.prepare(point.engine_call())
     prompts = make_prompts(be, 1, a.input_len, point.seed, 0)
 
     def direct() -> float:

@@ -169,7 +169,7 @@ def main() -> None:
     base = Point(backend="vllm", model=a.model, device=a.device, dtype=a.dtype,
                  batch_size=max(batches), input_len=a.input_len, output_len=a.output_len,
                  repeats=a.per_round, warmups=0)
-    be = VllmBackend(base, ref)
+    be = VllmBackend(base.engine_call(), ref)
     be.load()
     model_dir = str(be.path)
     meter = EnergyMeter("benchmark")

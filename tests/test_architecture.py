@@ -1,13 +1,17 @@
 """The house rules of src/llmbench that imports show: no import cycle (lazy imports inside
 functions included), no import runs back up the layers (LAYERS) and no kind imports another,
 the pipeline (launch/) finds kinds only through the kinds registry, and every PointKind lives
-under kinds/ and is registered.
+under kinds/ and is registered; backends import no kind, and an engine is named only in its own
+module (backends/), not in kinds/, launch/, loadgen/ or roofline/ (issue 38).
 
 `python tests/test_architecture.py [SRC]` lists the imports that break the layering (the
 source tree at SRC, default this checkout's src/)."""
 
 import ast
+import io
+import re
 import sys
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -90,11 +94,7 @@ LAYERS = (
 SIDE_BY_SIDE = "kinds"
 # At most one import may run up the layers, and only with its reason; an entry that no import
 # needs any more fails the test, so that it is deleted.
-EXCEPTIONS = {
-    ("backends", "kinds"): "backends/ still take Point (kinds/inference/spec.py) and perplexity "
-                           "windows from kinds/inference; the engine call of issue 38 (helper "
-                           "`engines`) removes them, and this entry with them",
-}
+EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def entry(module: str) -> str:
@@ -286,3 +286,65 @@ if __name__ == "__main__":
                     for m, d, how in found})
     print(f"{len(found)} imports ({len(rooms)} pairs of rooms) break the layering: "
           + ", ".join(f"{a} -> {b}" for a, b in rooms))
+
+
+def test_backends_import_no_kind():
+    backends = {m: deps for m, deps in import_graph().items() if m.startswith("llmbench.backends")}
+    assert backends, "no backend modules found"
+    assert {m: sorted(d for d in deps if d.startswith("llmbench.kinds"))
+            for m, deps in backends.items() if any(d.startswith("llmbench.kinds") for d in deps)} == {}
+
+
+# An engine's names: its registry names and packages, and the GGUF format llama.cpp reads.
+# "transformers" names the engine only as a string (its registry name): `import transformers`
+# in a tokenizer or a training model is the library.
+ENGINE_WORD = re.compile(r"(?<![a-z0-9])(llamacpp|llama_cpp|llama-cpp|llama\.cpp|vllm|sglang|tgi|gguf)"
+                         r"(?![a-z0-9])", re.I)
+ENGINE_FREE = ("kinds", "launch", "loadgen", "roofline")
+
+
+def _docstring_lines(tree: ast.AST) -> set[int]:
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) \
+                and node.body and isinstance(node.body[0], ast.Expr) \
+                and isinstance(node.body[0].value, ast.Constant) \
+                and isinstance(node.body[0].value.value, str):
+            lines.update(range(node.body[0].lineno, node.body[0].end_lineno + 1))
+    return lines
+
+
+def engine_lines(source: str) -> dict[int, str]:
+    """line number -> line, for every line whose code (names and strings; comments and
+    docstrings excluded) names an engine."""
+    doc = _docstring_lines(ast.parse(source))
+    text = source.splitlines()
+    found: dict[int, str] = {}
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type not in (tokenize.NAME, tokenize.STRING) or tok.start[0] in doc:
+            continue
+        as_string = tok.type == tokenize.STRING and tok.string.strip("'\"") == "transformers"
+        if ENGINE_WORD.search(tok.string) or as_string:
+            found.setdefault(tok.start[0], text[tok.start[0] - 1].strip())
+    return found
+
+
+COUNTER_CASE = '''"""vllm and llama.cpp in a docstring."""
+import transformers  # the library, and a vllm comment
+x = "transformers"
+GGUF_TYPES = ()
+def f():
+    """sglang here is a docstring"""
+    return {"vllm:x": 1, "settings": 2}  # tgi
+'''
+
+
+def test_the_engine_counter_reads_code_not_comments_or_docstrings():
+    assert sorted(engine_lines(COUNTER_CASE)) == [3, 4, 7]
+
+
+def test_no_engine_is_named_outside_its_module():
+    lines = {f"{path.relative_to(SRC / 'llmbench')}:{n}": line
+             for folder in ENGINE_FREE for path in sorted((SRC / "llmbench" / folder).rglob("*.py"))
+             for n, line in engine_lines(path.read_text()).items()}
+    assert len(lines) <= 2, "\n".join(f"{k}: {v}" for k, v in lines.items())

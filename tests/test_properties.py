@@ -15,7 +15,8 @@ import llmbench.importers.llm_inference_bench as lib
 from llmbench.errors import LLMBenchError
 from llmbench.loadgen import client, http, sse
 from llmbench.cli.flags import parse_assignments, parse_list
-from llmbench.kinds.inference.spec import EngineOptions, SweepSpec, load_spec
+from llmbench.backends.options import EngineOptions
+from llmbench.kinds.inference.spec import SweepSpec, load_spec
 
 FAST = settings(max_examples=120, deadline=None, report_multiple_bugs=False,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])

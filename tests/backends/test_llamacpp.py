@@ -79,9 +79,9 @@ def test_batched_sequences_generate_like_single(tmp_path):
     """Greedy decoding of a prompt alone and inside a batch gives the same tokens."""
     from llmbench.backends.llamacpp import LlamaCppBackend
     from llmbench.models import resolve
-    from llmbench.kinds.inference.spec import Point
+    from llmbench.backends.call import EngineCall
 
-    p = Point(backend="llamacpp", model="smollm2-135m", batch_size=3, input_len=12, output_len=10)
+    p = EngineCall(model="smollm2-135m", batch_size=3, input_len=12, output_len=10)
     b = LlamaCppBackend(p, resolve("smollm2-135m"))
     b.load()
     got = {}

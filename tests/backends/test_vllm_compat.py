@@ -8,7 +8,8 @@ import pytest
 
 from llmbench.backends.vllm import VllmBackend, _render, engine_view
 from llmbench.models.sources import resolve
-from llmbench.kinds.inference.spec import Point
+from llmbench.backends.call import EngineCall
+from llmbench.backends.options import EngineOptions
 
 
 def stats_026(first, last):  # the fields vLLM 0.26.0's RequestStateStats has
@@ -48,6 +49,6 @@ def test_render_uses_the_renderer_only_where_the_release_has_one():
     ("cpu", {"compile": True}, {}, False),
 ])
 def test_execution_mode_defaults_to_the_engines_own(device, opts, backend_opts, eager):
-    p = Point(backend="vllm", model="llama-3-8b", device=device, options=opts,
+    p = EngineCall(model="llama-3-8b", device=device, options=EngineOptions(**opts),
               backend_options=backend_opts)
     assert VllmBackend(p, resolve("llama-3-8b"))._enforce_eager() is eager

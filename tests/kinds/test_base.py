@@ -9,7 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from llmbench.kinds.base import Frozen, Strict, point_key
-from llmbench.kinds.inference.spec import EngineOptions, Point
+from llmbench.backends.options import EngineOptions
+from llmbench.kinds.inference.spec import Point
 from llmbench.kinds.serving.config import LengthDist, ServeConfig
 from llmbench.kinds.serving.kind import ServePoint, ServeTarget
 from llmbench.kinds.training.config import TrainPoint

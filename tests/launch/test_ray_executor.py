@@ -8,7 +8,8 @@ import pytest
 from launch_helpers import fault_env, keys, run_cli, stored, tiny_spec
 from llmbench.kinds.inference.kind import InferenceKind
 from llmbench.launch.ray_executor import resources
-from llmbench.kinds.inference.spec import EngineOptions, Point
+from llmbench.backends.options import EngineOptions
+from llmbench.kinds.inference.spec import Point
 from tests.conftest import needs_llamacpp
 
 needs_ray = pytest.mark.skipif(importlib.util.find_spec("ray") is None,

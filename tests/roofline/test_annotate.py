@@ -55,7 +55,7 @@ def test_llamacpp_auto_uses_gguf_bytes_or_q4_1(monkeypatch):
     roofline.annotate(r)
     bw = 20e9
     assert r.roofline.bound["decode_tok_s"] == pytest.approx(bw / 96_576_768)
-    monkeypatch.setattr(roofline, "_bundled_gguf_bytes", lambda name: None)
+    monkeypatch.setattr("llmbench.backends.llamacpp._bundled_gguf_bytes", lambda: None)
     q = rec(hw="cpu", model="smollm2-135m", backend="llamacpp")
     roofline.annotate(q)
     assert q.roofline.bound["decode_tok_s"] == pytest.approx(bw / (134_515_008 * 0.625))

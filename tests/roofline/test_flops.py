@@ -31,7 +31,7 @@ def test_roofline_training_bound_counts_with_flops_py():
 
     g = get_arch("gpt2-xl")
     t = training_bound(g, get("H200"), batch_size=16, seq_len=1024)
-    n = matmul_params(g)
+    n = matmul_params(g, g.param_count())
     tokens = 16 * 1024
     assert t.flops_per_step == tokens * flops_per_token(n, 48, 1600, 1024, causal_attention=True)
     assert t.model_flops_per_step == tokens * flops_per_token(n, 48, 1600, 1024)

@@ -1,42 +1,83 @@
-"""Backend registry: a new engine is one module plus one line here.
+"""Engine registry: a new engine is one module plus one line here.
 
-Values are "module:Class" strings so that listing and validating backends imports no engine.
+Values are "module:Class" strings so that listing and validating engines imports no engine
+(an engine's module imports its engine inside methods only). A class is an `Engine`
+(backends/engine.py: package, server, Prometheus names, roofline rules, preload); a `Backend`
+(base.py) also runs points in process.
 """
 
 from __future__ import annotations
 
 import importlib
-import importlib.util
 
-from llmbench.errors import EngineNotInstalled, SpecError, did_you_mean
+from llmbench.backends.base import Backend
+from llmbench.backends.engine import Engine, PrometheusNames
+from llmbench.errors import SpecError, did_you_mean
 
 REGISTRY: dict[str, str] = {
     "llamacpp": "llmbench.backends.llamacpp:LlamaCppBackend",
+    "sglang": "llmbench.backends.sglang:SglangEngine",
+    "tgi": "llmbench.backends.tgi:TgiEngine",
     "transformers": "llmbench.backends.transformers:TransformersBackend",
     "vllm": "llmbench.backends.vllm:VllmBackend",
 }
 
 
-def backend_class(name: str):
+def engine_class(name: str, field: str = "backend") -> type[Engine]:
     try:
         target = REGISTRY[name]
     except KeyError:
-        raise SpecError([("backend", f"unknown backend {name!r}{did_you_mean(name, REGISTRY)}; "
-                                     f"known: {', '.join(REGISTRY)}")]) from None
+        raise SpecError([(field, f"unknown engine {name!r}{did_you_mean(name, REGISTRY)}; "
+                                 f"known: {', '.join(REGISTRY)}")]) from None
     module, cls = target.split(":")
     return getattr(importlib.import_module(module), cls)
 
 
+def backend_class(name: str) -> type[Backend]:
+    """The backend that runs `name` in process."""
+    try:
+        cls = engine_class(name)
+    except SpecError:
+        raise SpecError([("backend", f"unknown backend {name!r}{did_you_mean(name, in_process())}; "
+                                     f"known: {', '.join(in_process())}")]) from None
+    if not issubclass(cls, Backend):
+        raise SpecError([("backend", f"llmbench does not run {name} in process; benchmark its "
+                                     "server with `llmbench serve`")])
+    return cls
+
+
+def in_process() -> list[str]:
+    return [n for n in REGISTRY if issubclass(engine_class(n), Backend)]
+
+
 def installed(name: str) -> bool:
-    cls = backend_class(name)
-    return importlib.util.find_spec(cls.package) is not None
+    return engine_class(name).installed()
 
 
 def require_installed(name: str) -> None:
-    cls = backend_class(name)
-    if importlib.util.find_spec(cls.package) is None:
-        raise EngineNotInstalled(name, cls.package, cls.extra)
+    engine_class(name).require_installed()
 
 
 def available_backends() -> list[str]:
-    return [n for n in REGISTRY if installed(n)]
+    return [n for n in in_process() if installed(n)]
+
+
+def launchable() -> list[str]:
+    """The engines whose server `llmbench serve --launch` starts."""
+    return [n for n in REGISTRY if engine_class(n).launches]
+
+
+def prometheus_names() -> dict[str, PrometheusNames]:
+    """Every engine's /metrics names, by engine (for telling a server apart and reading it)."""
+    return {n: cls.prometheus for n in REGISTRY if (cls := engine_class(n)).prometheus is not None}
+
+
+def preload(name: str) -> None:
+    """Import what `name`'s engine needs loaded before anything else (a worker's first act)."""
+    if name not in REGISTRY:
+        return
+    for module in engine_class(name).preload:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass  # the backend reports the missing engine itself

@@ -1,4 +1,4 @@
-"""The one small interface every engine sits behind.
+"""The one small interface every engine llmbench runs in process sits behind.
 
 A backend loads a model once (`load`), then runs offline batches (`generate`) and, where it
 can, scores text (`loglikelihood`). It reports its engine version and the options it actually
@@ -15,21 +15,21 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
+from llmbench.backends.call import EngineCall
+from llmbench.backends.engine import Engine
+from llmbench.backends.options import EngineOptions
 from llmbench.errors import SpecError
 from llmbench.measure.timeline import RequestTimeline
 from llmbench.models.sources import ModelRef
-from llmbench.kinds.inference.spec import EngineOptions, Point
 
 
 class NoOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class Backend(ABC):
-    name: ClassVar[str]
-    #: Python package that must be importable, and the extra that installs it.
-    package: ClassVar[str]
-    extra: ClassVar[str]
+class Backend(Engine, ABC):
+    """An engine llmbench runs in process (its package, server, metrics ...: Engine)."""
+
     #: The backend's own options (validated before anything runs).
     Options: ClassVar[type[BaseModel]] = NoOptions
     #: Which EngineOptions fields this backend honours; others must stay at their defaults.
@@ -37,24 +37,28 @@ class Backend(ABC):
     #: Whether `loglikelihood` is implemented (perplexity workload).
     scores_text: ClassVar[bool] = False
 
-    def __init__(self, point: Point, model: ModelRef):
-        self.point = point
+    def __init__(self, call: EngineCall, model: ModelRef):
         self.model = model
-        self.options = self.Options(**point.backend_options)
-        self.engine_options: EngineOptions = point.options
+        self.options = self.Options(**call.backend_options)
+        self.use(call)
+
+    def use(self, call: EngineCall) -> None:
+        """The call the next point makes of the loaded engine (same load, its own shape)."""
+        self.call = call
+        self.engine_options: EngineOptions = call.options
 
     # -- validation before anything runs ----------------------------------------------------
     @classmethod
-    def check(cls, point: Point, model: ModelRef) -> list[tuple[str, str]]:
-        """Problems with running `point` on this backend (empty when fine)."""
+    def check(cls, call: EngineCall, model: ModelRef) -> list[tuple[str, str]]:
+        """Problems with running `call` on this backend (empty when fine)."""
         problems = []
         defaults = EngineOptions()
         for field in EngineOptions.model_fields:
-            if field not in cls.supports and getattr(point.options, field) != getattr(defaults, field):
+            if field not in cls.supports and getattr(call.options, field) != getattr(defaults, field):
                 problems.append((f"options.{field}",
                                  f"backend {cls.name!r} does not support it (supported: "
                                  f"{', '.join(sorted(cls.supports)) or 'none'})"))
-        if point.workload == "perplexity" and not cls.scores_text:
+        if call.workload == "perplexity" and not cls.scores_text:
             problems.append(("workload", f"backend {cls.name!r} cannot compute perplexity"))
         return problems
 
@@ -63,7 +67,7 @@ class Backend(ABC):
     def load(self) -> None:
         """Load the model (timed by the caller as load_time_s)."""
 
-    def prepare(self, point: Point) -> None:  # noqa: B027 - optional
+    def prepare(self, call: EngineCall) -> None:  # noqa: B027 - optional
         """Set up per-point state (contexts, caches, compiled graphs sized for this point)
         outside any timed window; called before the warm-ups of every point."""
 
@@ -114,11 +118,11 @@ class Backend(ABC):
 
     def loglikelihood(self, tokens: list[int], context_len: int, stride: int) -> tuple[float, int]:
         """Sum of negative log-likelihoods (nats) and number of scored tokens, with the
-        sliding-window scheme described in kinds/inference/perplexity.py."""
+        sliding-window scheme of backends/windows.py."""
         raise SpecError([("workload", f"backend {self.name!r} cannot compute perplexity")])
 
     def memory_peak_gib(self) -> float | None:
         return None
 
     def device_count(self) -> int:
-        return self.engine_options.tensor_parallel * self.engine_options.pipeline_parallel
+        return self.call.devices

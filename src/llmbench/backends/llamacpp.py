@@ -17,20 +17,21 @@ in the record: layers offloaded of the total, the devices used, and flash attent
 from __future__ import annotations
 
 import ctypes
+import functools
 import os
 import re
+import sys
 import time
 from contextlib import contextmanager
-
-import numpy as np
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from llmbench.backends.base import Backend
+from llmbench.backends.engine import PrometheusNames, RooflineAsk, ServerCommand, WeightRule
 from llmbench.errors import EngineError
 from llmbench.measure.timeline import RequestTimeline
-from llmbench.kinds.inference.spec import Point
+from llmbench.backends.call import EngineCall
 
 _KV_TYPES = {"f16": 1, "fp16": 1, "q4_0": 2, "q8_0": 8, "f32": 0, "fp32": 0, "bf16": 30}
 
@@ -50,20 +51,53 @@ class LlamaCppOptions(BaseModel):
 class LlamaCppBackend(Backend):
     name = "llamacpp"
     package = "llama_cpp"
+    distribution = "llama-cpp-python"
     extra = "llamacpp"
     Options = LlamaCppOptions
     supports = frozenset({"kv_cache_dtype"})
     scores_text = True
+    launches = True
+    # llama-cpp-python 0.3.36's CUDA build segfaults while loading a model when numpy was
+    # imported before it (seen on the H200: numpy 2.5 loaded first, then
+    # llama_model_load_from_file crashes; llama_cpp first, then numpy, works). So a worker of
+    # llama.cpp points loads it first, and this module imports numpy only inside methods.
+    preload = ("llama_cpp",)
+    # llama.cpp's own `llama-server --metrics` (llama-cpp-python's server has no /metrics)
+    prometheus = PrometheusNames(
+        prefix="llamacpp:",
+        counters={"prompt_tokens": ("llamacpp:prompt_tokens_total",),
+                  "generation_tokens": ("llamacpp:tokens_predicted_total",)},
+        gauges={"requests_running": ("llamacpp:requests_processing",),
+                "requests_waiting": ("llamacpp:requests_deferred",),
+                "kv_cache_usage": ("llamacpp:kv_cache_usage_ratio",)})
 
     @classmethod
-    def check(cls, point: Point, model) -> list[tuple[str, str]]:
-        problems = super().check(point, model)
+    def server_command(cls, model: str, port: int, device: str) -> ServerCommand:
+        """llama-cpp-python's OpenAI server. interrupt_requests off: its default aborts a running
+        stream when a new request comes, which would turn every concurrency > 1 into truncated
+        answers."""
+        from llmbench.models.sources import model_path, resolve
+
+        argv = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path(model, "gguf")),
+                "--host", "127.0.0.1", "--port", str(port), "--model_alias", resolve(model).name,
+                "--n_threads", str(os.cpu_count() or 1), "--interrupt_requests", "False"]
+        if device.startswith("cuda"):
+            argv += ["--n_gpu_layers", "-1"]
+        return ServerCommand(argv, {}, "/v1/models")
+
+    @classmethod
+    def roofline_weights(cls, ask: RooflineAsk) -> WeightRule:
+        return roofline_weights(ask)
+
+    @classmethod
+    def check(cls, call: EngineCall, model) -> list[tuple[str, str]]:
+        problems = super().check(call, model)
         if model.source not in ("bundled", "gguf", "synthetic"):
             problems.append(("model", f"llama.cpp needs a GGUF model; {model.name!r} is {model.source}"))
-        kv = point.options.kv_cache_dtype
+        kv = call.options.kv_cache_dtype
         if kv is not None and kv not in _KV_TYPES and kv != "auto":
             problems.append(("options.kv_cache_dtype", f"{kv!r} is not one of {sorted(_KV_TYPES)}"))
-        if (point.backend_options or {}).get("gguf_type") and model.source != "synthetic":
+        if (call.backend_options or {}).get("gguf_type") and model.source != "synthetic":
             problems.append(("backend_options.llamacpp.gguf_type",
                              f"only a synthetic (random-weight) model's GGUF is written in a chosen type; "
                              f"{model.name!r} is {model.source} and has its own"))
@@ -73,11 +107,11 @@ class LlamaCppBackend(Backend):
             why = gguf_unsupported(model.arch)
             if why:
                 problems.append(("model", why))
-        if point.dtype not in ("auto",):
+        if call.dtype not in ("auto",):
             problems.append(("dtype", "llama.cpp runs the GGUF's own weight types; use dtype auto"))
         limit = model.arch.max_position if model.arch else None
-        if limit and point.workload == "offline" and point.input_len + point.output_len > limit:
-            problems.append(("input_len+output_len", f"{point.input_len + point.output_len} exceeds "
+        if limit and call.workload == "offline" and call.input_len + call.output_len > limit:
+            problems.append(("input_len+output_len", f"{call.input_len + call.output_len} exceeds "
                                                      f"the model's context of {limit} tokens"))
         return problems
 
@@ -89,10 +123,10 @@ class LlamaCppBackend(Backend):
 
         self._ll = llama_cpp
         o = self.options
-        gpu = self.point.device.startswith("cuda")
+        gpu = self.call.device.startswith("cuda")
         self.n_threads = o.n_threads or os.cpu_count() or 1
         self.n_gpu_layers = o.n_gpu_layers if o.n_gpu_layers is not None else (-1 if gpu else 0)
-        self.path = model_path(self.point.model, "gguf",
+        self.path = model_path(self.call.model, "gguf",
                                gguf_type=o.gguf_type if self.model.synthetic_weights else None)
         with _llama_log(llama_cpp) as log:
             self.llm = llama_cpp.Llama(str(self.path), n_ctx=512, n_threads=self.n_threads,
@@ -184,9 +218,9 @@ class LlamaCppBackend(Backend):
         self._ctx_shape = (n_ctx, n_seq)
         self._batch_cap = p.n_batch
 
-    def prepare(self, point: Point) -> None:
-        if point.workload == "offline":
-            self._context(point.batch_size, point.batch_size * (point.input_len + point.output_len) + 16)
+    def prepare(self, call: EngineCall) -> None:
+        if call.workload == "offline":
+            self._context(call.batch_size, call.batch_size * (call.input_len + call.output_len) + 16)
 
     # -- generation -------------------------------------------------------------------------
     def _decode(self, batch, tokens, positions, seqs, want_logits) -> None:
@@ -203,10 +237,14 @@ class LlamaCppBackend(Backend):
             raise EngineError(f"llama_decode returned {rc} (batch of {len(tokens)} tokens)")
 
     def _argmax(self, i: int) -> int:
+        import numpy as np
+
         ptr = self._ll.llama_get_logits_ith(self.ctx, i)
         return int(np.ctypeslib.as_array(ptr, shape=(self._n_vocab,)).argmax())
 
     def generate(self, prompts: list[list[int]], output_len: int, t_ref: float) -> list[RequestTimeline]:
+        import numpy as np
+
         ll = self._ll
         n = len(prompts)
         need = sum(len(p) for p in prompts) + n * output_len
@@ -264,7 +302,9 @@ class LlamaCppBackend(Backend):
 
     # -- perplexity -------------------------------------------------------------------------
     def loglikelihood(self, tokens: list[int], context_len: int, stride: int) -> tuple[float, int]:
-        from llmbench.kinds.inference.perplexity import windows
+        import numpy as np
+
+        from llmbench.backends.windows import windows
 
         ll = self._ll
         self._context(1, context_len + 16)
@@ -343,3 +383,92 @@ def flash_attn_from_log(lines: list[str]) -> str | None:
         return "enabled"
     m = re.search(r"flash_attn\s+=\s+(enabled|disabled)", text)
     return m[1] if m else None
+
+
+# -- the roofline's rules for llama.cpp records -----------------------------------------------
+# llama.cpp runs the GGUF's own types under dtype 'auto': its weight bytes are the record's
+# model.weight_bytes when it carries them, else the bundled SmolLM2 GGUF's tensor bytes (Q4_1
+# blocks, Q8_0 embeddings: 96.6 MB, 5.7 bits/param), else Q4_1 (5.0 bits/param: 32 4-bit
+# weights + fp16 scale + fp16 min per block). Its compute roof is the arithmetic its kernels run
+# for the record's GGUF type (`gguf_type`: llama.cpp's own description of the file, else the
+# type asked of a synthetic model): 16-bit types the 16-bit peak, quantised types the int8 peak.
+Q4_1_BYTES_PER_PARAM = 20 / 32
+
+# What llama.cpp computes each GGUF weight type's matmuls in, read in the llama.cpp that
+# llama-cpp-python 0.3.36 vendors (docs/roofline.md cites the functions): quantised types run
+# int8 dot products (CUDA MMQ / MMVQ on q8_1 activations, ggml-cuda/mmq.cu
+# ggml_cuda_should_use_mmq; CPU vec_dot against q8_0/q8_K), F16/BF16 their 16-bit type on CUDA
+# (cuBLAS, ggml-cuda.cu ggml_cuda_mul_mat), F16 fp32 FMAs on an x86 CPU.
+GGUF_MMQ_TYPES = frozenset({"q4_0", "q4_1", "q5_0", "q5_1", "q8_0", "q2_k", "q3_k", "q4_k",
+                            "q5_k", "q6_k", "iq1_s", "iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs",
+                            "iq3_s", "iq4_xs", "iq4_nl", "mxfp4"})
+GGUF_FLOAT_TYPES = {"f16": "fp16", "fp16": "fp16", "bf16": "bf16", "f32": "fp32", "fp32": "fp32"}
+
+
+def roofline_weights(ask: RooflineAsk) -> WeightRule:
+    """The record's weights as llama.cpp stores and multiplies them (see above)."""
+    from llmbench.roofline.model import BYTES
+
+    notes: list[str] = []
+    kv = ask.kv_dtype or "fp16"   # llama.cpp's default cache type (type_k / type_v F16)
+    if ask.weight_dtype is not None:
+        return WeightRule(ask.weight_dtype, None, gguf_compute(ask.weight_dtype, ask.hardware, notes),
+                          kv, notes)
+    gt = gguf_type(ask)
+    weight_bytes = ask.weight_bytes
+    if weight_bytes is None and gt is None and ask.arch.bundled:
+        weight_bytes = _bundled_gguf_bytes()
+    if weight_bytes is None and gt is not None and gt in BYTES:
+        weight_bytes = ask.arch.param_count() * BYTES[gt]
+        notes.append(f"llama.cpp weights {gt} ({BYTES[gt] * 8:.2f} bits/param)")
+    elif weight_bytes is None:
+        weight_bytes = ask.arch.param_count() * Q4_1_BYTES_PER_PARAM
+        notes.append("llama.cpp weights assumed Q4_1 (5.0 bits/param)")
+    else:
+        notes.append(f"llama.cpp weight bytes {weight_bytes / 1e6:.1f} MB from the GGUF")
+    t = gt or "q4_1"
+    compute = gguf_compute(t, ask.hardware, notes)
+    return WeightRule(GGUF_FLOAT_TYPES.get(t, t), weight_bytes, compute, kv, notes)
+
+
+def gguf_compute(gguf_type: str, hw, notes: list[str]) -> str:
+    """The peak llama.cpp's matmuls on `gguf_type` weights can reach on `hw` (see above)."""
+    t = gguf_type.lower()
+    if t in GGUF_FLOAT_TYPES:
+        c = GGUF_FLOAT_TYPES[t]
+        if c == "fp16" and hw.vendor == "cpu":
+            notes.append("llama.cpp F16 on a CPU multiplies in fp32: the fp32 peak")
+            return "fp32"
+        return c
+    if t in GGUF_MMQ_TYPES:
+        return "int8"
+    # not an MMQ type: dequantised to 16-bit (CUDA) -- take the faster peak, a bound either way
+    notes.append(f"llama.cpp weight type {gguf_type!r}: kernels not read, the higher of the "
+                 "int8 and 16-bit peaks")
+    peaks = {d: hw.peak_flops(d) or 0.0 for d in ("int8", "fp16")}
+    return max(peaks, key=peaks.get)
+
+
+def gguf_type(ask: RooflineAsk) -> str | None:
+    """A record's dominant GGUF weight type: llama.cpp's own description (workload), else the
+    type asked of a synthetic model (backend options; f16 its default), else None."""
+    for v in (ask.workload.get("gguf_type"), ask.backend_options.get("gguf_type")):
+        if isinstance(v, str) and v.strip():
+            return v.strip().lower()
+    return "f16" if ask.synthetic_weights else None
+
+
+@functools.cache  # reading the GGUF's tensor table takes seconds; once per process is enough
+def _bundled_gguf_bytes() -> float | None:
+    try:
+        from llmbench.models.sources import smollm2_gguf
+
+        path = smollm2_gguf()
+    except Exception:
+        return None
+    try:
+        from gguf import GGUFReader
+
+        return float(sum(int(t.n_bytes) for t in GGUFReader(path).tensors))
+    except Exception:  # gguf missing: the file size (metadata included, ~2% more)
+        return float(path.stat().st_size)

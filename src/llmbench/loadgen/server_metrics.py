@@ -1,7 +1,7 @@
 """The server's own view of a load point: its Prometheus `/metrics`, scraped while the point runs.
 
-Engines name the same things differently; `VOCAB` maps vLLM's, SGLang's, llama.cpp's
-`llama-server --metrics` and TGI's names onto one vocabulary. Per point the record keeps
+Engines name the same things differently; each engine's module (backends/, its `prometheus`)
+maps its names onto llmbench's one vocabulary below. Per point the record keeps
 - counters as deltas over the point (first scrape just before the first request, last after
   the last answer, repeated until the token counters stop moving),
 - gauges as time series (seconds from the point's start) with their mean and max,
@@ -11,8 +11,8 @@ Label sets (model, engine index, finish reason) are summed.
 
 Scraping runs in its own thread with its own blocking HTTP connection, never on the client's
 event loop, so a slow `/metrics` never delays a token's timestamp; the thread's CPU time is
-measured (`scrape_cpu_s`) so its cost is known. A server without `/metrics` (llama-cpp-python's
-own server has none) gives `available: false` and the reason.
+measured (`scrape_cpu_s`) so its cost is known. A server without `/metrics` gives
+`available: false` and the reason.
 """
 
 from __future__ import annotations
@@ -23,54 +23,32 @@ import time
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from llmbench.backends import prometheus_names
+from llmbench.backends.engine import PrometheusNames
 from llmbench.loadgen.prometheus import Sample, parse_small
 
-# canonical name -> {server: [metric names, first present wins]}
-COUNTERS: dict[str, dict[str, list[str]]] = {
-    "prompt_tokens": {"vllm": ["vllm:prompt_tokens_total"], "sglang": ["sglang:prompt_tokens_total"],
-                      "llamacpp": ["llamacpp:prompt_tokens_total"], "tgi": ["tgi_request_input_length_sum"]},
-    "generation_tokens": {"vllm": ["vllm:generation_tokens_total"],
-                          "sglang": ["sglang:generation_tokens_total"],
-                          "llamacpp": ["llamacpp:tokens_predicted_total"],
-                          "tgi": ["tgi_request_generated_tokens_sum"]},
-    "preemptions": {"vllm": ["vllm:num_preemptions_total"], "sglang": ["sglang:num_retracted_reqs_total"]},
-    # vLLM counts both in tokens; SGLang's cached tokens against its prompt tokens
-    "prefix_cache_queries": {"vllm": ["vllm:prefix_cache_queries_total"],
-                             "sglang": ["sglang:prompt_tokens_total"]},
-    "prefix_cache_hits": {"vllm": ["vllm:prefix_cache_hits_total"], "sglang": ["sglang:cached_tokens_total"]},
-    "requests_finished": {"vllm": ["vllm:request_success_total"], "sglang": ["sglang:num_requests_total"],
-                          "tgi": ["tgi_request_success", "tgi_request_success_total"]},
-}
-GAUGES: dict[str, dict[str, list[str]]] = {
-    "requests_running": {"vllm": ["vllm:num_requests_running"], "sglang": ["sglang:num_running_reqs"],
-                         "llamacpp": ["llamacpp:requests_processing"], "tgi": ["tgi_batch_current_size"]},
-    "requests_waiting": {"vllm": ["vllm:num_requests_waiting"], "sglang": ["sglang:num_queue_reqs"],
-                         "llamacpp": ["llamacpp:requests_deferred"], "tgi": ["tgi_queue_size"]},
-    "kv_cache_usage": {"vllm": ["vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"],  # 0..1
-                       "sglang": ["sglang:token_usage"], "llamacpp": ["llamacpp:kv_cache_usage_ratio"]},
-}
-HISTOGRAMS: dict[str, dict[str, list[str]]] = {
-    "ttft_s": {"vllm": ["vllm:time_to_first_token_seconds"],
-               "sglang": ["sglang:time_to_first_token_seconds"]},
-    "itl_s": {"vllm": ["vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"],
-              "sglang": ["sglang:inter_token_latency_seconds", "sglang:time_per_output_token_seconds"]},
-    "e2e_s": {"vllm": ["vllm:e2e_request_latency_seconds"], "sglang": ["sglang:e2e_request_latency_seconds"],
-              "tgi": ["tgi_request_duration"]},
-    "queue_s": {"vllm": ["vllm:request_queue_time_seconds"], "tgi": ["tgi_request_queue_duration"]},
-}
-_PREFIXES = {"vllm": "vllm:", "sglang": "sglang:", "llamacpp": "llamacpp:", "tgi": "tgi_"}
+# llmbench's server metrics; each engine's names for them are its own (backends/, `prometheus`)
+COUNTERS = ("prompt_tokens", "generation_tokens", "preemptions", "prefix_cache_queries",
+            "prefix_cache_hits", "requests_finished")
+GAUGES = ("requests_running", "requests_waiting", "kv_cache_usage")   # kv_cache_usage: 0..1
+HISTOGRAMS = ("ttft_s", "itl_s", "e2e_s", "queue_s")
+
+
+def _names(server: str) -> PrometheusNames:
+    return prometheus_names()[server]
 
 
 def wanted(server: str) -> tuple[str, ...]:
     """The metric names (as prefixes: histograms add _bucket/_sum/_count) read for a server."""
-    return tuple(m for table in (COUNTERS, GAUGES, HISTOGRAMS) for by_server in table.values()
-                 for m in by_server.get(server, []))
+    n = _names(server)
+    return tuple(m for table in (n.counters, n.gauges, n.histograms) for names in table.values()
+                 for m in names)
 
 
 def detect_server(samples: list[Sample]) -> str | None:
     names = [s[0] for s in samples]
-    for server, prefix in _PREFIXES.items():
-        if any(n.startswith(prefix) for n in names):
+    for server, known in prometheus_names().items():
+        if any(n.startswith(known.prefix) for n in names):
             return server
     return None
 
@@ -91,16 +69,17 @@ def extract(samples: list[Sample], server: str) -> Scrape:
         if name.endswith("_bucket") and "le" in labels:
             key = (name[:-7], labels["le"])
             buckets[key] = buckets.get(key, 0.0) + v
+    names = _names(server)
     values = {}
-    for table in (COUNTERS, GAUGES):
-        for canon, by_server in table.items():
-            for metric in by_server.get(server, []):
+    for table in (names.counters, names.gauges):
+        for canon, metrics in table.items():
+            for metric in metrics:
                 if metric in totals:
                     values[canon] = totals[metric]
                     break
     hist = {}
-    for canon, by_server in HISTOGRAMS.items():
-        for metric in by_server.get(server, []):
+    for canon, metrics in names.histograms.items():
+        for metric in metrics:
             if f"{metric}_count" in totals:
                 h = {le: v for (m, le), v in buckets.items() if m == metric}
                 h["sum"], h["count"] = totals.get(f"{metric}_sum", 0.0), totals[f"{metric}_count"]
@@ -207,7 +186,7 @@ class Scraper:
         self.server = detect_server(samples)
         if self.server is None:
             self.reason = "GET /metrics answered, but with no metric names llmbench knows " \
-                          "(vLLM, SGLang, llama.cpp llama-server, TGI)"
+                          f"(those of {', '.join(prometheus_names())})"
             return
         self._keep = wanted(self.server)
         self.scrapes.append(extract(samples, self.server))

@@ -157,20 +157,19 @@ def lookup_tables(arch: ModelArch) -> list[tuple[int, int]]:
     return tables
 
 
-def matmul_params(arch: ModelArch) -> float:
-    """Parameters that take part in a matmul (lookup tables excluded)."""
-    n = arch.param_count()
-    if arch.num_experts > 1:
-        n = arch.active_param_count()
+def matmul_params(arch: ModelArch, params: int) -> float:
+    """Parameters that take part in a matmul (lookup tables excluded), of a model of `params`."""
+    n = arch.active_param_count() if arch.num_experts > 1 else params
     return float(n - sum(p for _, p in lookup_tables(arch)))
 
 
-def _expert_bytes_fraction(arch: ModelArch, tokens: np.ndarray | float) -> tuple[float, np.ndarray | float]:
+def _expert_bytes_fraction(arch: ModelArch, params: int,
+                           tokens: np.ndarray | float) -> tuple[float, np.ndarray | float]:
     """(dense weight share, expert share read) for a step over `tokens` tokens."""
     if arch.num_experts <= 1:
         return 1.0, 0.0
     expert_params = arch.layers * 3 * arch.hidden * arch.ffn * arch.num_experts
-    share = expert_params / arch.param_count()
+    share = expert_params / params
     return 1.0 - share, share * arch.experts_per_token / arch.num_experts
 
 
@@ -180,10 +179,11 @@ class _Model:
     def __init__(self, arch: ModelArch, hw: Hardware, w: Workload):
         self.arch, self.hw, self.w = arch, hw, w
         self.notes: list[str] = []
+        self.params = arch.param_count()  # counted once per bound
         self.weight_bytes = (w.weight_bytes if w.weight_bytes is not None
-                             else arch.param_count() * dtype_bytes(w.weight_dtype))
+                             else self.params * dtype_bytes(w.weight_dtype))
         self.kvbpt = 2 * arch.layers * arch.kv_dim * w.kv()
-        self.nm = matmul_params(arch)
+        self.nm = matmul_params(arch, self.params)
         self.attn = 4.0 * arch.layers * arch.q_dim  # FLOPs per (token, context position)
         self.g = w.tensor_parallel * w.expert_parallel
         self.P = w.pipeline_parallel
@@ -201,8 +201,8 @@ class _Model:
     def weights_read(self, tokens) -> np.ndarray | float:
         """Weight bytes a forward step over `tokens` tokens must read: matrices whole, lookup
         tables only the rows looked up (at most one per token)."""
-        dense, experts = _expert_bytes_fraction(self.arch, tokens)
-        per_param = self.weight_bytes / self.arch.param_count()  # a GGUF: its mean width
+        dense, experts = _expert_bytes_fraction(self.arch, self.params, tokens)
+        per_param = self.weight_bytes / self.params  # a GGUF: its mean width
         skipped = sum(p * (1.0 - np.minimum(tokens, rows) / rows)
                       for rows, p in lookup_tables(self.arch))
         return self.weight_bytes * (dense + experts) - skipped * per_param
@@ -299,13 +299,13 @@ def training_bound(arch: ModelArch, hw: Hardware, *, batch_size: int, seq_len: i
                    devices: int = 1, dtype: str = "bf16", grad_accum: int = 1) -> TrainingBound:
     notes: list[str] = []
 
+    n = arch.param_count()
     tokens = batch_size * seq_len * grad_accum
-    flops = tokens * flops_per_token(matmul_params(arch), arch.layers, arch.q_dim, seq_len,
+    flops = tokens * flops_per_token(matmul_params(arch, n), arch.layers, arch.q_dim, seq_len,
                                      causal_attention=True)
-    model_flops = tokens * flops_per_token(matmul_params(arch), arch.layers, arch.q_dim, seq_len)
+    model_flops = tokens * flops_per_token(matmul_params(arch, n), arch.layers, arch.q_dim, seq_len)
     peak = hw.peak_flops(dtype)
     wb = dtype_bytes(dtype)
-    n = arch.param_count()
     mem = comp = comm = 0.0
     if peak is not None:
         comp = flops / (devices * peak)

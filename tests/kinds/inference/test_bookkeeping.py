@@ -23,7 +23,7 @@ def test_bookkeeping_error_after_the_point_keeps_the_measurement(tmp_path, monke
     calls = []
 
     def boom(self):
-        calls.append(self.point.key)   # called after the point ran: its metrics are in
+        calls.append(self.call)   # called after the point ran: its metrics are in
         raise KeyError(f"{method} broke")
 
     monkeypatch.setattr(LlamaCppBackend, method, boom)

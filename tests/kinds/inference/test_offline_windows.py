@@ -24,7 +24,7 @@ class SlowReturn(Backend):
     package = extra = "none"
 
     def __init__(self, point):
-        super().__init__(point, ModelRef(name="fake", source="synthetic"))
+        super().__init__(point.engine_call(), ModelRef(name="fake", source="synthetic"))
         self.calls = 0
 
     def load(self):

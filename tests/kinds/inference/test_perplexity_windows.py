@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from llmbench.errors import SpecError
-from llmbench.kinds.inference.perplexity import windows
+from llmbench.backends.windows import windows
 
 
 @given(n=st.integers(2, 3000), ctx=st.integers(2, 512), data=st.data())

@@ -1,7 +1,8 @@
 import pytest
 
 from llmbench.errors import SpecError
-from llmbench.kinds.inference.spec import EngineOptions, Point, load_spec
+from llmbench.backends.options import EngineOptions
+from llmbench.kinds.inference.spec import Point, load_spec
 
 
 def write(tmp_path, text):

@@ -58,7 +58,7 @@ def check(points: list[Point], *, local_devices: bool = True
             problems.extend(e.problems)
     checkable = [p for p in points if p.model in models and p.backend in installed]
     for p in checkable:
-        problems.extend(backend_class(p.backend).check(p, models[p.model]))
+        problems.extend(backend_class(p.backend).check(p.engine_call(), models[p.model]))
     engine_fields = {f for f, _ in problems}
     for p in checkable:
         problems.extend(prob for prob in _context_problems(p, models[p.model])
@@ -200,7 +200,7 @@ class InferenceKind(PointKind):
         the isolating launcher's business."""
         first = group[0]
         cls = backend_class(first.backend)
-        backend = cls(first, models[first.model])
+        backend = cls(first.engine_call(), models[first.model])
         load_error = None
         say("load", first, 0)
         t0 = time.perf_counter()
@@ -222,7 +222,7 @@ class InferenceKind(PointKind):
                 try:
                     if before_point:
                         before_point(p)
-                    backend.point, backend.engine_options = p, p.options
+                    backend.use(p.engine_call())
                     run_point(backend, p, rec, on_repeat=lambda: say("repeat", p, 1),
                               before_energy=lambda: _bookkeep(rec, backend, load_s))
                     say("measured", p, 0)  # the engine's part is over

@@ -72,7 +72,7 @@ def run_offline(backend: Backend, point: Point, meter: EnergyMeter,
 
 def measure_offline(backend: Backend, point: Point, meter: EnergyMeter, on_repeat=None) -> OfflineRun:
     notes: list[str] = []
-    backend.prepare(point)
+    backend.prepare(point.engine_call())
     warm = []
     for w in range(point.warmups):
         prompts = make_prompts(backend, point.batch_size, point.input_len, point.seed, -1 - w)

@@ -1,21 +1,12 @@
-"""Perplexity of a text, with a sliding window: exactly the scheme transformers documents
-("Perplexity of fixed-length models", huggingface.co/docs/transformers/perplexity).
-
-The text is tokenized without BOS. Window k runs tokens [k * stride, min(k * stride +
-context_len, n)): windows begin at multiples of the stride, the first scores every target in
-it, each later one only the targets after the previous window's end (the tokens not scored
-before), and the last, which ends at the text's end, is shorter when the text runs out (n =
-495, 256/128: [256, 495), 239 tokens, not the last 256). So every token after the first is
-scored exactly once (the first has no predictor), conditioned on at least context_len -
-stride preceding tokens. perplexity = exp(sum NLL / scored tokens), natural log. The
-defaults, context 256 and stride 128, are PerplexityConfig's.
+"""Perplexity of a text, scored by the backend with the sliding windows of
+backends/windows.py (every token after the first scored exactly once):
+perplexity = exp(sum NLL / scored tokens), natural log.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 from llmbench.backends.base import Backend
@@ -24,20 +15,6 @@ from llmbench.measure.power import EnergyMeter
 from llmbench.measure.stats import summarize
 from llmbench.kinds.inference.spec import Point
 from llmbench.data import bundled_text
-
-
-def windows(n_tokens: int, context_len: int, stride: int) -> Iterator[tuple[int, int, int]]:
-    """(begin, end, score_from): run tokens[begin:end], score targets at positions >= score_from."""
-    if stride >= context_len:
-        raise SpecError([("perplexity.stride", f"{stride} must be below context_len {context_len}: "
-                          "each window needs at least one token of context before its targets")])
-    prev_end = 1        # the first token has no predictor
-    for begin in range(0, n_tokens, stride):
-        end = min(begin + context_len, n_tokens)
-        yield begin, end, prev_end
-        if end == n_tokens:
-            return
-        prev_end = end
 
 
 def run_perplexity(backend: Backend, point: Point, meter: EnergyMeter):

@@ -14,25 +14,13 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, Field, ValidationError, field_validator
 
+from llmbench.backends.call import EngineCall
+from llmbench.backends.options import EngineOptions
 from llmbench.errors import SpecError, did_you_mean
 from llmbench.kinds.base import Frozen, point_key
 from llmbench.measure.power import PowerSampling
 
 Dtype = Literal["auto", "fp32", "fp16", "bf16"]
-
-
-class EngineOptions(Frozen):
-    """Options every engine understands the meaning of. A backend refuses a value it cannot
-    honour (e.g. tensor_parallel > 1 on llama.cpp) instead of silently ignoring it."""
-
-    tensor_parallel: int = Field(1, ge=1)
-    pipeline_parallel: int = Field(1, ge=1)
-    kv_block_size: int | None = Field(None, ge=1, description="KV-cache block (page) size in tokens")
-    kv_cache_dtype: str | None = Field(None, description="auto|fp16|bf16|fp8|q8_0|q4_0 ...")
-    weight_quant: str | None = Field(None, description="weight quantization, e.g. int8, fp8")
-    compile: bool = False
-    attn_impl: str | None = Field(None, description="sdpa|eager|flash_attention_2 ...")
-    kv_cache: Literal["dynamic", "static"] | None = None
 
 
 class PerplexityConfig(Frozen):
@@ -132,6 +120,15 @@ class Point(Frozen):
         return (self.backend, self.model, self.device, self.dtype,
                 json.dumps(self.options.model_dump(), sort_keys=True),
                 json.dumps(self.backend_options, sort_keys=True, default=str))
+
+    def engine_call(self) -> EngineCall:
+        """What the backend is asked to run for this point (backends/call.py)."""
+        return EngineCall(model=self.model, workload=self.workload, device=self.device,
+                          dtype=self.dtype, batch_size=self.batch_size, input_len=self.input_len,
+                          output_len=self.output_len, options=self.options,
+                          backend_options=dict(self.backend_options), warmups=self.warmups,
+                          seed=self.seed,
+                          context_len=self.perplexity.context_len if self.perplexity else None)
 
     def workload_fields(self) -> dict[str, Any]:
         """Every swept parameter, by the record contract's names."""

@@ -48,7 +48,7 @@ class ServeTarget(Frozen):
     @model_validator(mode="after")
     def _one_server(self) -> ServeTarget:
         if (self.url is None) == (self.launch is None):
-            raise SpecError([("URL / --launch", "give a server URL or --launch llamacpp|vllm (exactly one)")])
+            raise SpecError([("URL / --launch", "give a server URL or --launch ENGINE (exactly one)")])
         return self
 
     def identity(self) -> dict:

@@ -1,5 +1,6 @@
 """The tokenizer a benchmark counts tokens with: by catalog model name, HF directory,
-tokenizer.json or .gguf file (transformers/tokenizers imported only when one is loaded)."""
+tokenizer.json or a model file that carries one (models/packed_tokenizer.py);
+transformers/tokenizers imported only when one is loaded."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from llmbench.errors import SpecError
+from llmbench.models.packed_tokenizer import TOKENIZER_SOURCES, bundled_tokenizer, packed_tokenizer
 
 
 class Tokenizer:
@@ -47,11 +49,11 @@ class Tokenizer:
 
 
 def load_tokenizer(name: str) -> Tokenizer:
-    """A tokenizer by catalog model name, HF directory, tokenizer.json or .gguf file. A
+    """A tokenizer by catalog model name, HF directory, tokenizer.json or model file. A
     directory is loaded as servers load it (transformers' AutoTokenizer: tokenizer_config.json's
     special tokens and BOS apply; tokenizer.json alone would count a synthetic model's "w2345"
     as one token where the server, matching its special token "w2" inside the word, counts
-    two: +8.7% on 2026-12-02's H200 prompts). The bundled model's is extracted from its GGUF
+    two: +8.7% on 2026-12-02's H200 prompts). The bundled model's is extracted from its model file
     once and cached as a directory."""
     from llmbench.cache import cache_dir
 
@@ -60,9 +62,9 @@ def load_tokenizer(name: str) -> Tokenizer:
         return _fast(p)
     if p.is_dir():
         return _served(p)
-    if p.suffix == ".gguf" and p.is_file():
-        return Tokenizer(_from_gguf(p), str(p))
-    from llmbench.models.sources import model_path, resolve
+    if (packed := packed_tokenizer(p)) is not None:
+        return Tokenizer(packed, str(p))
+    from llmbench.models.sources import resolve
 
     ref = resolve(name)   # raises the catalog's "unknown model" error
     cached = cache_dir() / "tokenizers" / ref.name
@@ -73,8 +75,8 @@ def load_tokenizer(name: str) -> Tokenizer:
         return _served(hf)
     if ref.source != "bundled":
         raise SpecError([("--tokenizer", f"no tokenizer for {name!r} ({ref.source}); give "
-                          "--tokenizer PATH (an HF directory, tokenizer.json or .gguf)")])
-    tok = _from_gguf(model_path(name, "gguf"))
+                          f"--tokenizer PATH ({TOKENIZER_SOURCES})")])
+    tok = bundled_tokenizer(name)
     cached.mkdir(parents=True, exist_ok=True)
     tok.save_pretrained(cached)
     return _served(cached)
@@ -90,9 +92,3 @@ def _fast(path: Path) -> Tokenizer:
     from tokenizers import Tokenizer as TK
 
     return Tokenizer(TK.from_file(str(path)), str(path))
-
-
-def _from_gguf(path: Path):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
