@@ -6,7 +6,8 @@ from hypothesis import strategies as st
 
 from llmbench.hardware import get
 from llmbench.models.catalog import get_arch
-from llmbench.roofline.model import Workload, dtype_bytes, inference_bound, training_bound
+from llmbench.models.dtypes import dtype_bytes
+from llmbench.roofline.model import Workload, inference_bound, training_bound
 
 L3 = get_arch("llama-3-8b")
 H100 = get("H100")

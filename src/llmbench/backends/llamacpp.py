@@ -407,7 +407,7 @@ GGUF_FLOAT_TYPES = {"f16": "fp16", "fp16": "fp16", "bf16": "bf16", "f32": "fp32"
 
 def roofline_weights(ask: RooflineAsk) -> WeightRule:
     """The record's weights as llama.cpp stores and multiplies them (see above)."""
-    from llmbench.roofline.model import BYTES
+    from llmbench.models.dtypes import BYTES
 
     notes: list[str] = []
     kv = ask.kv_dtype or "fp16"   # llama.cpp's default cache type (type_k / type_v F16)

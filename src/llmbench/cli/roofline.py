@@ -41,7 +41,8 @@ def roofline(
     step) from datasheet peaks, and which resource binds."""
     from llmbench.hardware import get
     from llmbench.models.catalog import canonical_name, get_arch
-    from llmbench.roofline.model import Workload, dtype_bytes, inference_bound, training_bound
+    from llmbench.models.dtypes import dtype_bytes
+    from llmbench.roofline.model import Workload, inference_bound, training_bound
 
     if remeasure:
         from llmbench.hardware import cpu

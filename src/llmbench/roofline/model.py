@@ -54,18 +54,9 @@ import numpy as np
 from llmbench.hardware import Hardware
 from llmbench.roofline.flops import flops_per_token  # the training study's count too
 from llmbench.models.catalog import ModelArch
+from llmbench.models.dtypes import dtype_bytes
 
-BYTES = {"fp32": 4.0, "tf32": 4.0, "bf16": 2.0, "fp16": 2.0, "fp8": 1.0, "int8": 1.0,
-         "int4": 0.5, "q8_0": 34 / 32, "q4_0": 18 / 32, "q4_1": 20 / 32, "q5_0": 22 / 32,
-         "q5_1": 24 / 32, "q4_k": 144 / 256, "q6_k": 210 / 256}
 RESOURCES = ("memory", "compute", "interconnect")
-
-
-def dtype_bytes(dtype: str) -> float:
-    try:
-        return BYTES[dtype.lower()]
-    except KeyError:
-        raise ValueError(f"unknown dtype {dtype!r}; known: {', '.join(BYTES)}") from None
 
 
 @dataclass
