@@ -24,11 +24,11 @@ SRC = str(Path(__file__).parents[2] / "src")
 def test_the_registry_lists_engines_by_what_llmbench_does_with_them():
     assert all(issubclass(backends.engine_class(n), Engine) and backends.engine_class(n).name == n
                for n in backends.REGISTRY)
-    assert backends.in_process() == ["llamacpp", "transformers", "vllm"]
-    assert backends.launchable() == ["llamacpp", "vllm"]
+    assert backends.in_process() == ["llamacpp", "sglang", "transformers", "vllm"]
+    assert backends.launchable() == ["llamacpp", "sglang", "vllm"]
     assert sorted(backends.prometheus_names()) == ["llamacpp", "sglang", "tgi", "vllm"]
     with pytest.raises(SpecError) as e:
-        backends.backend_class("sglang")
+        backends.backend_class("tgi")
     assert "llmbench serve" in str(e.value.problems)
 
 
@@ -123,7 +123,7 @@ def test_the_launcher_starts_and_stops_whatever_server_the_engine_names(register
     with pytest.raises(ProcessLookupError):   # the whole process group is gone
         os.killpg(pid, 0)
     with pytest.raises(SpecError) as e:
-        with launched("sglang", "m"):
+        with launched("tgi", "m"):
             pass
     assert "one of" in str(e.value.problems) and "fakehttp" in str(e.value.problems)
 

@@ -16,7 +16,7 @@ from llmbench.errors import SpecError, did_you_mean
 
 REGISTRY: dict[str, str] = {
     "llamacpp": "llmbench.backends.llamacpp:LlamaCppBackend",
-    "sglang": "llmbench.backends.sglang:SglangEngine",
+    "sglang": "llmbench.backends.sglang:SglangBackend",
     "tgi": "llmbench.backends.tgi:TgiEngine",
     "transformers": "llmbench.backends.transformers:TransformersBackend",
     "vllm": "llmbench.backends.vllm:VllmBackend",
