@@ -8,7 +8,7 @@ set up by `benchmarks/h200/setup.sh` (docs/gpu-campaign.md has the whole recipe)
 
     python3 benchmarks/h200/campaign.py PART [PART ...] --out DIR [--budget-s 540] [--dry-run]
 
-PART: vllm | llamacpp | llamacpp-long | serve | capacity | gpu-tests | transformers |
+PART: vllm | llamacpp | llamacpp-long | serve | capacity | gpu-tests | transformers | sglang |
 findings-vllm | findings-models | findings-llamacpp (the study's findings) | gate-inference |
 gate-training (the regression gate: committed points re-run, then `llmbench compare` against
 them; benchmarks/h200/gate.py) | list. Steps run in priority order;
@@ -125,6 +125,32 @@ def plan(part: str, results: str) -> list[Step]:
                           "--input-len", "2048", "--output-len", "2048", "--warmups", "1",
                           "--repeats", "2", *R), 150, "torch"),
         ]
+    if part == "sglang":
+        # issue 39: the study's LLaMA-3-8B points on SGLang 0.5.17 (docs/gpu-campaign.md carries
+        # it), its own tools beside llmbench on the same points, and serving at vLLM's
+        # concurrencies with the same prompts (serve's seeded prompt pool)
+        return [
+            ("SGLang: llmbench vs sglang.bench_one_batch, bf16, batch 1, 16, 64, in/out 128",
+             script("sglang_crosscheck.py", "offline", "--model", MODEL, "--batch-size", "1,16,64",
+                    "--input-len", "128", "--output-len", "128", "--rounds", "3",
+                    "--results", results), 240, "sglang"),
+            ("SGLang sweep bf16, in/out 128",
+             llmbench_run("--backend", "sglang", "--dtype", "bf16", "--batch-size", "1,16,64",
+                          "--input-len", "128", "--output-len", "128", "--warmups", "1",
+                          "--repeats", "3", *R), 120, "sglang"),
+            ("SGLang FP8 weights, batch 1 and 64, in/out 128",
+             llmbench_run("--backend", "sglang", "--dtype", "bf16", "-o", "weight_quant=fp8",
+                          "--batch-size", "1,64", "--input-len", "128", "--output-len", "128",
+                          "--warmups", "1", "--repeats", "3", *R), 100, "sglang"),
+            ("SGLang sweep bf16, in/out 2048, batch 1 and 64",
+             llmbench_run("--backend", "sglang", "--dtype", "bf16", "--batch-size", "1,64",
+                          "--input-len", "2048", "--output-len", "2048", "--warmups", "1",
+                          "--repeats", "2", *R), 200, "sglang"),
+            ("SGLang server: llmbench serve vs sglang.bench_serving, concurrency 1, 16, 64",
+             script("sglang_crosscheck.py", "serve", "--model", MODEL, "--concurrency", "1,16,64",
+                    "--input-len", "128", "--output-len", "128", "--rounds", "3",
+                    "--results", results), 300, "sglang"),
+        ]
     if part in FINDINGS_PARTS:
         return findings_plan(part, results)
     if part in GATE_PARTS:
@@ -215,7 +241,7 @@ def findings_plan(part: str, results: str) -> list[Step]:
 
 
 PARTS = ("vllm", "llamacpp", "llamacpp-long", "serve", "capacity", "gpu-tests", "transformers",
-         *FINDINGS_PARTS, *GATE_PARTS)
+         "sglang", *FINDINGS_PARTS, *GATE_PARTS)
 
 
 def have(module: str) -> bool:

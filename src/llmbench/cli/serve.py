@@ -12,6 +12,7 @@ from rich.table import Table
 from llmbench.cli.common import console, out
 from llmbench.cli.flags import int_list, parse_list
 from llmbench.cli.tail import check_run_id, outcome, pick_point, run_points
+from llmbench.backends import launchable
 from llmbench.errors import SpecError
 from llmbench.loadgen.patterns import PATTERNS
 from llmbench.store.store import DEFAULT_RESULTS
@@ -23,7 +24,7 @@ def register(app: typer.Typer) -> None:
 
 def serve(
     url: Optional[str] = typer.Argument(None, help="server base URL, e.g. http://host:8000 or host:8000 (a trailing /v1 is fine)"),
-    launch: Optional[str] = typer.Option(None, "--launch", help="start a server here: llamacpp | vllm"),
+    launch: Optional[str] = typer.Option(None, "--launch", help="start a server here: " + " | ".join(launchable())),
     model: str = typer.Option("smollm2-135m", "--model", "-m", help="catalog name or local path"),
     served_model: Optional[str] = typer.Option(None, "--served-model",
                                                help="model name sent to the server (default: its first /v1/models entry)"),
