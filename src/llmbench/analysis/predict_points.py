@@ -68,3 +68,21 @@ def row(rec) -> dict | None:
 def frame(records: Iterable) -> pd.DataFrame:
     rows = [r for r in map(row, records) if r is not None]
     return pd.DataFrame(rows).reset_index(drop=True)
+
+
+def query(model: str, engine: str, hardware: str, dtype: str, batch: int, inp: int, out: int,
+          tp: int = 1) -> pd.DataFrame:
+    """A one-row frame for a point nobody measured (its measured values NaN)."""
+    from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
+
+    w = {"batch_size": batch, "input_len": inp, "output_len": out, "weight_dtype": dtype,
+         "kv_cache_dtype": None, "tensor_parallel": tp, "pipeline_parallel": 1}
+    arch = get_arch(canonical_name(model))
+    rec = Record(run_id="predict", kind="inference", status="ok", point_key="predict",
+                 backend=BackendInfo(name=engine), hardware=HardwareInfo(name=hardware, count=tp),
+                 model=ModelInfo(name=model, source="catalog", params=arch.param_count()),
+                 workload=w, metrics={})
+    got = row(rec)
+    if got is None:
+        raise ValueError(f"no roofline bound for {model} on {hardware}")
+    return pd.DataFrame([got])
