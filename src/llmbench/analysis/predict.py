@@ -9,8 +9,8 @@ convention), so a prediction is bound x efficiency (a throughput) or bound / eff
 
 The model is a ridge regression of log-efficiency on the shape, fitted per (engine, hardware);
 where that group is too small or absent it falls back to a fit pooled over the engine's other
-hardware, then over the hardware's other engines,
-then over everything: each prediction names its level and the records it rests on, and its
+hardware of the same vendor (related hardware: one software stack), then over all its hardware,
+then over the hardware's other engines, then over everything: each prediction names its level and the records it rests on, and its
 interval comes from the held-out residuals of its level (validate()), so a fall-back is wider
 exactly as much as it was measured to be.
 """
@@ -26,7 +26,7 @@ import pandas as pd
 METRICS = {"output_throughput_tok_s": True, "batch_latency_s": False}
 SHAPE = ["log_batch", "log_input", "log_output", "log_params", "log_gqa", "memory_bound",
          "prefill_share", "log_devices", "log_weight_bytes"]
-LEVELS = ("engine+hardware", "engine", "hardware", "all")
+LEVELS = ("engine+hardware", "engine+vendor", "engine", "hardware", "all")
 MIN_POINTS = 12    # fewer training points than this: fall back to the next level
 RIDGE = 1.0        # on standardised features: shrinks what few points cannot pin down
 SPLITS = {"model": "model", "batch": "batch", "accelerator": "hardware"}
@@ -83,13 +83,16 @@ def fit_ridge(train: pd.DataFrame, y: np.ndarray, features: list[str], ridge: fl
 
 
 def _key(level: str, row) -> tuple:
-    return {"engine+hardware": (row.engine, row.hardware), "engine": (row.engine,),
+    return {"engine+hardware": (row.engine, row.hardware),
+            "engine+vendor": (row.engine, row.vendor), "engine": (row.engine,),
             "hardware": (row.hardware,), "all": ()}[level]
 
 
 def _members(train: pd.DataFrame, level: str, key: tuple) -> pd.DataFrame:
     if level == "engine+hardware":
         return train[(train["engine"] == key[0]) & (train["hardware"] == key[1])]
+    if level == "engine+vendor":
+        return train[(train["engine"] == key[0]) & (train["vendor"] == key[1])]
     if level == "engine":
         return train[train["engine"] == key[0]]
     if level == "hardware":
@@ -129,7 +132,7 @@ class EfficiencyModel:
         """Per row: log_eff (predicted), level, n (training points), hardware, engines."""
         out = pd.DataFrame({"log_eff": np.nan, "level": None, "n": 0, "hardware": None,
                             "engines": None}, index=frame.index, dtype=object)
-        for (engine, hardware), rows in frame.groupby(["engine", "hardware"]):
+        for _, rows in frame.groupby(["engine", "hardware", "vendor"]):
             level, key = self._choose(rows.iloc[0])
             if level is None:
                 continue

@@ -48,7 +48,8 @@ def row(rec) -> dict | None:
     params = float(rec.model.params or arch.public_params or 1.0)
     peak = hw.peak_flops(dtype if dtype in ("fp32", "bf16", "fp16", "fp8", "int8") else "bf16")
     lat = bound.get("batch_latency_s")
-    r = {"engine": rec.backend.name, "hardware": hw.id, "model": name, "dtype": dtype,
+    r = {"engine": rec.backend.name, "hardware": hw.id, "vendor": hw.vendor, "model": name,
+         "dtype": dtype,
          "batch": batch, "input_len": inp, "output_len": out, "devices": rec.roofline.devices or tp,
          "point": point_key(name, rec.backend.name, dtype, tp, batch, inp, out),
          "log_batch": math.log2(batch), "log_input": math.log2(inp), "log_output": math.log2(out),
