@@ -155,3 +155,9 @@ def test_prediction_prints_an_estimate_with_its_interval(no_study, capsys):
     assert code == 0, text
     assert "ESTIMATE" in text and "90% interval" in text
     assert "leave-one-accelerator-out" in text  # H100 is not among the synthetic X1, X2
+
+
+def test_a_study_directory_that_is_not_one_is_a_usage_error(tmp_path, capsys):
+    code, text = _call(["predict", "--study", str(tmp_path / "missing"), "--validate"], capsys)
+    assert code == 2, text
+    assert "--study" in text and "not a directory" in text and "Traceback" not in text

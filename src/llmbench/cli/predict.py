@@ -36,8 +36,12 @@ def predict(
 ) -> None:
     """Expected throughput and batch latency with a 90% interval, and the records it rests on."""
     from llmbench.analysis import predict_report as rep
+    from llmbench.importers.common import Unreadable
 
-    train = rep.study_frame(study)
+    try:
+        train = rep.study_frame(study)
+    except Unreadable as e:  # a usage mistake: a message and exit 2, never a traceback
+        raise SpecError([("--study", str(e))]) from None
     if validate:
         print(rep.validation_markdown(train))
         return
