@@ -64,6 +64,7 @@ MISTAKES = [
     (["models", "path", "x", "--format"], "requires an argument"),
     (["import", "llm-inference-bench"], "Missing argument"),
     (["import", "llm-inference-bench", "--bogus-flag", "d"], "No such option"),
+    (["predict", "--bogus-flag"], "No such option"),
 ]
 
 

@@ -40,7 +40,8 @@ def _version(value: bool) -> None:
 COMMANDS = {"run": "run", "models": "models", "results": "results", "serve": "serve",
             "train": "train", "roofline": "roofline", "import": "importer", "report": "report",
             "annotate": "annotate", "index": "index", "dashboard": "dashboard",
-            "compare": "compare", "findings": "findings", "export": "export"}
+            "compare": "compare", "findings": "findings", "export": "export",
+            "predict": "predict"}
 
 
 def build_app(commands: Iterable[str] | None = None) -> typer.Typer:

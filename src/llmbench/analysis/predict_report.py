@@ -1,0 +1,105 @@
+"""The text `llmbench predict` prints: the validation tables, the check of your own records,
+and one prediction with its interval (from the held-out residuals of the split that matches
+what the prediction does not know) and what it rests on."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from llmbench.analysis import predict as P
+from llmbench.analysis.predict_points import frame
+
+
+def study_frame(study: Path) -> pd.DataFrame:
+    from llmbench.importers.llm_inference_bench import parse
+
+    return frame(parse(study).records)
+
+
+def _pct(x: float) -> str:
+    return "-" if not np.isfinite(x) else f"{100 * x:.0f}%"
+
+
+def validation_markdown(train: pd.DataFrame) -> str:
+    lines = ["| metric | held out | points | model median | model p90 | (a) bound x constant "
+             "median / p90 | (b) nearest accelerator: n, median / p90 | model on (b)'s points "
+             "median | 90% interval coverage |", "|" + "---|" * 9]
+    for metric in P.METRICS:
+        for split in P.SPLITS:
+            s = P.summary(P.validate(train, split, metric))
+            lines.append(
+                f"| {metric} | one {split} | {s['points']} | {_pct(s['model']['median'])} | "
+                f"{_pct(s['model']['p90'])} | {_pct(s['constant']['median'])} / "
+                f"{_pct(s['constant']['p90'])} | {s['nearest']['n']}: "
+                f"{_pct(s['nearest']['median'])} / {_pct(s['nearest']['p90'])} | "
+                f"{_pct(s['model_on_nearest_points']['median'])} | {_pct(s['coverage'])} |")
+    return "\n".join(lines)
+
+
+def _split_for(train: pd.DataFrame, point: pd.Series) -> str:
+    """The validation split whose held-out points lacked what this prediction lacks."""
+    if point["hardware"] not in set(train["hardware"]):
+        return "accelerator"
+    if point["model"] not in set(train["model"]):
+        return "model"
+    return "batch"
+
+
+def predicted(train: pd.DataFrame, points: pd.DataFrame, metric: str) -> pd.DataFrame:
+    """Per point: prediction, interval (lo, hi), level, n, the fit's hardware and engines."""
+    got = P.EfficiencyModel(train, metric).predict(points)
+    held = {}
+    rows = []
+    for i, (idx, p) in enumerate(points.iterrows()):
+        split = _split_for(train, p)
+        if split not in held:
+            held[split] = P.validate(train, split, metric)
+        g = got.loc[idx]
+        lo, hi = P.interval_for(held[split], g["level"])
+        one = points.loc[[idx]]
+        ends = [float(P.from_efficiency(one, metric, [np.exp(g["log_eff"] + q)])[0]) for q in (lo, hi)]
+        rows.append({"predicted": float(P.from_efficiency(one, metric, [np.exp(g["log_eff"])])[0]),
+                     "lo": min(ends), "hi": max(ends), "level": g["level"], "n": g["n"],
+                     "fit_hardware": g["hardware"], "fit_engines": g["engines"], "split": split})
+    return pd.DataFrame(rows, index=points.index)
+
+
+def check_markdown(train: pd.DataFrame, results: Path) -> str:
+    from llmbench.store.store import Store
+
+    own = frame(Store(results).records())
+    lines = ["| metric | engine | points | fit level | median abs error | p90 | inside the 90% "
+             "interval |", "|" + "---|" * 7]
+    for metric in P.METRICS:
+        pts = P.usable(own, metric)
+        if pts.empty:
+            continue
+        got = predicted(train, pts, metric)
+        meas = pts[f"measured_{metric}"]
+        err = P.errors(got["predicted"], meas)
+        inside = (meas >= got["lo"]) & (meas <= got["hi"])
+        for engine in sorted(pts["engine"].unique()) + ["all"]:
+            k = (pts["engine"] == engine).to_numpy() if engine != "all" else np.ones(len(pts), bool)
+            levels = ", ".join(sorted(set(got.loc[k, "level"])))
+            lines.append(f"| {metric} | {engine} | {int(k.sum())} | {levels} | "
+                         f"{_pct(float(np.median(err[k])))} | {_pct(float(np.quantile(err[k], 0.9)))} | "
+                         f"{_pct(float(inside[k].mean()))} |")
+    return "\n".join(lines)
+
+
+def prediction_text(train: pd.DataFrame, point: pd.DataFrame) -> str:
+    p = point.iloc[0]
+    out = [f"{p['model']} on {p['hardware']} x{p['devices']} ({p['engine']}, {p['dtype']}), "
+           f"batch {p['batch']}, {p['input_len']} in / {p['output_len']} out: an ESTIMATE, not a "
+           "measurement"]
+    for metric, unit in (("output_throughput_tok_s", "tok/s"), ("batch_latency_s", "s")):
+        g = predicted(train, point, metric).iloc[0]
+        out.append(f"  {metric}: {g['predicted']:.4g} {unit} (90% interval {g['lo']:.4g} - "
+                   f"{g['hi']:.4g}; roofline bound {p[f'bound_{metric}']:.4g})")
+        out.append(f"    rests on {g['n']} study records ({g['level']} fit): hardware "
+                   f"{', '.join(g['fit_hardware'])}; engines {', '.join(g['fit_engines'])}; interval "
+                   f"from the held-out residuals of leave-one-{g['split']}-out")
+    return "\n".join(out)

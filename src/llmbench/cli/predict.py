@@ -1,0 +1,82 @@
+"""`llmbench predict`: expected throughput and latency on hardware you may not have, the
+roofline bound times an efficiency learned from the study's measurements, with an interval
+from held-out validation (analysis/predict.py); `--validate` prints that validation and
+`--check DIR` predicts your own records and prints the error. Predictions are printed, never
+stored: they are not measurements."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from llmbench.errors import SpecError, did_you_mean
+
+
+def register(app: typer.Typer) -> None:
+    app.command("predict")(predict)
+
+
+def predict(
+    study: Path = typer.Option(..., "--study", help="the published LLM-Inference-Bench data "
+                               "directory (read through llmbench's importer; nothing is stored)"),
+    model: Optional[str] = typer.Option(None, "--model", help="catalog model id (llmbench models)"),
+    engine: Optional[str] = typer.Option(None, "--engine", help="vllm, tensorrt-llm, llamacpp, ..."),
+    hardware: Optional[str] = typer.Option(None, "--hardware", help="catalog id, e.g. H200, MI300X"),
+    dtype: str = typer.Option("bf16", "--dtype", help="weight dtype: bf16|fp16|fp8|int8"),
+    batch_size: int = typer.Option(1, "--batch-size", min=1),
+    input_len: int = typer.Option(128, "--input-len", min=1),
+    output_len: int = typer.Option(128, "--output-len", min=1),
+    tp: int = typer.Option(1, "--tp", min=1, help="devices (tensor parallel)"),
+    validate: bool = typer.Option(False, "--validate", help="hold out each model, batch size and "
+                                  "accelerator in turn and print the error beside two baselines"),
+    check: Optional[Path] = typer.Option(None, "--check", help="a results directory: predict its "
+                                         "inference records from the study alone, print the error"),
+) -> None:
+    """Expected throughput and batch latency with a 90% interval, and the records it rests on."""
+    from llmbench.analysis import predict_report as rep
+    from llmbench.importers.common import Unreadable
+
+    try:
+        train = rep.study_frame(study)
+    except Unreadable as e:  # a usage mistake: a message and exit 2, never a traceback
+        raise SpecError([("--study", str(e))]) from None
+    if validate:
+        print(rep.validation_markdown(train))
+        return
+    if check is not None:
+        print(rep.check_markdown(train, check))
+        return
+    missing = [f"--{n}" for n, v in (("model", model), ("engine", engine), ("hardware", hardware)) if not v]
+    if missing:
+        raise SpecError([(m, "required for a prediction (or give --validate or --check)") for m in missing])
+    print(rep.prediction_text(train, _point(model, engine, hardware, dtype, batch_size,
+                                            input_len, output_len, tp, train)))
+
+
+def _point(model, engine, hardware, dtype, batch, inp, out, tp, train):
+    from llmbench.analysis.predict_points import query
+    from llmbench.backends import REGISTRY
+    from llmbench.hardware import catalog, find
+    from llmbench.models.catalog import CATALOG, canonical_name
+    from llmbench.models.dtypes import dtype_bytes
+
+    problems = []
+    if canonical_name(model) is None:
+        problems.append(("--model", f"unknown model {model!r}{did_you_mean(model, list(CATALOG))}"))
+    engines = sorted(set(REGISTRY) | set(train["engine"]))
+    if engine not in engines:
+        problems.append(("--engine", f"unknown engine {engine!r}{did_you_mean(engine, engines)}; "
+                                     f"known: {', '.join(engines)}"))
+    hw = find(hardware)
+    if hw is None:
+        ids = [h.id for h in catalog()]
+        problems.append(("--hardware", f"unknown hardware {hardware!r}{did_you_mean(hardware, ids)}"))
+    try:
+        dtype_bytes(dtype)
+    except ValueError as e:
+        problems.append(("--dtype", str(e)))
+    if problems:
+        raise SpecError(problems)
+    return query(canonical_name(model), engine, hw.id, dtype, batch, inp, out, tp)

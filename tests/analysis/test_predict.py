@@ -1,0 +1,163 @@
+"""analysis/predict.py against answers computed independently: a synthetic set whose
+generating efficiency is known, baselines on a hand-made set, coverage on a known set; and
+`llmbench predict`'s usage errors."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from llmbench.analysis import predict as P
+
+BATCHES = [1, 2, 4, 8, 16, 32, 64]
+
+
+def _point(engine, hardware, model, batch, inp, out, eff, bound_tok_s=1000.0, mem_bw=2000.0,
+           peak=500.0, memory_bound=1.0):
+    bound_lat = batch * out / bound_tok_s
+    return {"engine": engine, "hardware": hardware, "vendor": "V", "model": model, "dtype": "bf16",
+            "batch": batch, "input_len": inp, "output_len": out, "devices": 1,
+            "point": f"{model}|{engine}|b{batch}|{inp}x{out}",
+            "log_batch": math.log2(batch), "log_input": math.log2(inp),
+            "log_output": math.log2(out), "log_params": math.log(7e9), "log_gqa": 0.0,
+            "memory_bound": memory_bound, "prefill_share": 0.1, "log_devices": 0.0,
+            "log_weight_bytes": 1.0, "mem_bw": mem_bw, "peak": peak,
+            "bound_output_throughput_tok_s": bound_tok_s,
+            "measured_output_throughput_tok_s": bound_tok_s * eff,
+            "bound_batch_latency_s": bound_lat, "measured_batch_latency_s": bound_lat / eff}
+
+
+def _true_eff(batch):
+    return 0.5 * batch ** 0.2
+
+
+def synthetic(seed=0):
+    """efficiency = 0.5 x batch^0.2 x lognormal(sigma 0.02), two made-up accelerators."""
+    rng = np.random.default_rng(seed)
+    rows = []
+    for hw in ("X1", "X2"):
+        for model in ("m-a", "m-b", "m-c"):
+            for b in BATCHES:
+                for inp, out in ((128, 128), (128, 2048), (2048, 128), (2048, 2048)):
+                    eff = _true_eff(b) * math.exp(rng.normal(0, 0.02))
+                    rows.append(_point("eng", hw, model, b, inp, out, eff,
+                                       bound_tok_s=float(rng.uniform(500, 5000))))
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("metric", list(P.METRICS))
+def test_fit_recovers_the_generating_efficiency_on_held_out_batches(metric):
+    f = synthetic()
+    for held in (2, 8, 32):  # interior batch sizes, never seen in training
+        train, test = f[f["batch"] != held], f[f["batch"] == held]
+        got = P.EfficiencyModel(train, metric).predict(test)
+        assert set(got["level"]) == {"engine+hardware"}
+        assert np.allclose(np.exp(got["log_eff"]), _true_eff(held), rtol=0.03)
+        pred = P.from_efficiency(test, metric, np.exp(got["log_eff"]))
+        true = P.from_efficiency(test, metric, np.full(len(test), _true_eff(held)))
+        assert np.allclose(pred, true, rtol=0.03)
+
+
+@pytest.mark.parametrize("vendor,level", [("V", "engine+vendor"), ("W", "engine")])
+def test_unseen_hardware_falls_back_to_related_hardware_and_says_so(vendor, level):
+    f = synthetic()
+    train = f[f["hardware"] == "X1"]
+    test = f[f["hardware"] == "X2"].assign(hardware="X9", vendor=vendor)
+    got = P.EfficiencyModel(train, "output_throughput_tok_s").predict(test)
+    assert set(got["level"]) == {level}
+    assert got["n"].iloc[0] == len(train)
+    assert got["hardware"].iloc[0] == ("X1",) and got["engines"].iloc[0] == ("eng",)
+    eff = np.exp(got["log_eff"].to_numpy(float))
+    assert np.allclose(eff, [_true_eff(b) for b in test["batch"]], rtol=0.03)
+
+
+def test_validation_recovers_it_with_small_error():
+    held = P.validate(synthetic(), "batch", "output_throughput_tok_s")
+    s = P.summary(held)
+    # the end batches (1, 64) are extrapolation; still within a few percent with sigma 0.02
+    assert s["model"]["median"] < 0.03 and s["model"]["p90"] < 0.08
+
+
+def test_constant_baseline_matches_hand_computation():
+    train = pd.DataFrame([_point("e", "A", "m", 1, 128, 128, eff) for eff in (0.2, 0.4, 0.8)])
+    test = pd.DataFrame([_point("e", "B", "m", 4, 128, 128, 0.9, bound_tok_s=100.0)])
+    # median efficiency 0.4: throughput 100 x 0.4; latency bound 4 x 128 / 100 = 5.12 s / 0.4
+    assert P.constant_baseline(train, test, "output_throughput_tok_s")[0] == pytest.approx(40.0)
+    assert P.constant_baseline(train, test, "batch_latency_s")[0] == pytest.approx(12.8)
+
+
+def test_nearest_accelerator_matches_hand_computation():
+    a = _point("e", "A", "m", 1, 128, 128, 0.5, bound_tok_s=100.0, mem_bw=1000.0, peak=100.0)
+    b = _point("e", "B", "m", 1, 128, 128, 0.6, bound_tok_s=200.0, mem_bw=3000.0, peak=1000.0)
+    pool = pd.DataFrame([a, b])
+    # C: 2000 GB/s, memory-bound -> ratios 2 (A) and 2/3 (B); B is nearer: 120 tok/s x 2/3
+    c = pd.DataFrame([_point("e", "C", "m", 1, 128, 128, 0.7, mem_bw=2000.0, peak=150.0)])
+    assert P.nearest_accelerator(c, pool, "output_throughput_tok_s")[0] == pytest.approx(80.0)
+    # B's latency 128 / 200 / 0.6 s, divided by 2/3
+    assert P.nearest_accelerator(c, pool, "batch_latency_s")[0] == pytest.approx(128 / 120 * 1.5)
+    # compute-bound: peak 150 -> ratios 1.5 (A) and 0.15 (B); A is nearer: 50 tok/s x 1.5
+    cc = c.assign(memory_bound=0.0)
+    assert P.nearest_accelerator(cc, pool, "output_throughput_tok_s")[0] == pytest.approx(75.0)
+    # no other accelerator measured a different point
+    d = c.assign(point="other")
+    assert np.isnan(P.nearest_accelerator(d, pool, "output_throughput_tok_s")[0])
+
+
+def test_coverage_on_a_known_set():
+    a = np.round(np.linspace(0.0, 1.0, 101), 6)
+    b = np.round(np.linspace(0.505, 1.505, 101), 6)
+    held = pd.DataFrame({"fold": ["a"] * 101 + ["b"] * 101, "level": "engine",
+                         "residual": np.concatenate([a, b])})
+    # a against b's 5-95% [0.555, 1.455]: 0.56..1.00 = 45 points; b against a's [0.05, 0.95]:
+    # 0.505..0.945 = 45 points
+    assert P.quantiles(b) == pytest.approx((0.555, 1.455))
+    assert P.coverage(held) == pytest.approx(90 / 202)
+
+
+def test_errors_are_relative():
+    assert P.errors([110, 90, 50], [100, 100, 100]).tolist() == pytest.approx([0.1, 0.1, 0.5])
+
+
+def _call(argv, capsys):
+    from llmbench.cli import main
+
+    try:
+        main(argv)
+        code = 0
+    except SystemExit as e:
+        code = e.code or 0
+    cap = capsys.readouterr()
+    return code, cap.out + cap.err
+
+
+@pytest.fixture
+def no_study(monkeypatch):
+    from llmbench.analysis import predict_report
+
+    monkeypatch.setattr(predict_report, "study_frame", lambda d: synthetic())
+
+
+@pytest.mark.parametrize("flag,bad,near", [("--model", "llama3-8b", "'llama-3-8b'"),
+                                           ("--engine", "vlm", "'vllm'"),
+                                           ("--hardware", "H2000", "'H200'")])
+def test_bad_names_get_did_you_mean_and_exit_2(flag, bad, near, no_study, capsys):
+    argv = {"--model": "llama-3-8b", "--engine": "vllm", "--hardware": "H100"}
+    argv[flag] = bad
+    code, text = _call(["predict", "--study", "x"] + [t for kv in argv.items() for t in kv], capsys)
+    assert code == 2, text
+    assert f"did you mean {near}" in text and "Traceback" not in text
+
+
+def test_prediction_prints_an_estimate_with_its_interval(no_study, capsys):
+    code, text = _call(["predict", "--study", "x", "--model", "llama-3-8b", "--engine", "eng",
+                        "--hardware", "H100", "--batch-size", "8"], capsys)
+    assert code == 0, text
+    assert "ESTIMATE" in text and "90% interval" in text
+    assert "leave-one-accelerator-out" in text  # H100 is not among the synthetic X1, X2
+
+
+def test_a_study_directory_that_is_not_one_is_a_usage_error(tmp_path, capsys):
+    code, text = _call(["predict", "--study", str(tmp_path / "missing"), "--validate"], capsys)
+    assert code == 2, text
+    assert "--study" in text and "not a directory" in text and "Traceback" not in text
