@@ -114,3 +114,24 @@ def test_cli_counts_by_cause_then_rewrites_and_is_current(tmp_path):
     assert doc["metrics"]["tflops"]["samples"] == [400.0, 410.0]
     n, changes = reannotate_store(tmp_path, write=False)
     assert n == 2 and changes == []
+
+
+def test_the_not_recomputable_note_is_one_note_whatever_the_metrics_order():
+    """A record read back from Parquet lists its metrics in another order; stamping it again
+    must not add a second note (the Parquet round trip found this)."""
+    from llmbench.definitions import stamp
+
+    def bare(n):
+        m = stale_stats([float(k) for k in range(n)])
+        m.samples = None
+        return m
+
+    rec = stale_record(b_s=bare(3), a_s=bare(4))
+    stamp(rec)
+    again = Record.model_validate({**rec.model_dump(mode="json"),
+                                   "metrics": dict(reversed(rec.model_dump(mode="json")["metrics"].items()))})
+    stamp(again)
+    notes = [n for n in again.notes if n.startswith("statistics not recomputable")]
+    assert notes == ["statistics not recomputable (the record kept too few samples; left as "
+                     "measured, flagged recomputable: false): a_s (no samples of 4), "
+                     "b_s (no samples of 3)"]

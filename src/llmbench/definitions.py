@@ -162,12 +162,17 @@ def flag_unrecomputable(rec) -> list[str]:
             m.recomputable = False
             kept = "no samples" if not m.samples else f"the first {len(m.samples)} samples"
             names.append(f"{name} ({kept} of {m.n})")
-    if names:
-        note = ("statistics not recomputable (the record kept too few samples; left as measured, "
-                "flagged recomputable: false): " + ", ".join(names))
-        if note not in rec.notes:
-            rec.notes.append(note)
+    # the same set of names, in any order, is the same note: a record read back from Parquet
+    # or another store lists its metrics in another order and must not gain a second note
+    said = {frozenset(n[len(_UNRECOMPUTABLE):].split(", ")) for n in rec.notes
+            if n.startswith(_UNRECOMPUTABLE)}
+    if names and frozenset(names) not in said:
+        rec.notes.append(_UNRECOMPUTABLE + ", ".join(sorted(names)))
     return names
+
+
+_UNRECOMPUTABLE = ("statistics not recomputable (the record kept too few samples; left as "
+                   "measured, flagged recomputable: false): ")
 
 
 def stamp(rec) -> None:
