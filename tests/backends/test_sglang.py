@@ -223,7 +223,10 @@ def test_version_from_package_metadata_and_options_in_force(fake_sglang, monkeyp
     assert b.vocab_size == 128256 and b.context_len == 8192
 
 
-def test_close_calls_shutdown_once(fake_sglang):
+def test_close_calls_shutdown_once(fake_sglang, monkeypatch):
+    # as in llmbench's worker, no other child process lives beside the engine (pytest's own
+    # process may hold some from earlier tests, e.g. multiprocessing's resource tracker)
+    monkeypatch.setattr(SglangBackend, "_children", lambda self: [])
     b = _loaded()
     b.close()
     b.close()
