@@ -117,6 +117,13 @@ def _bf16_tflops(m: int) -> float | None:
         import torch
     except ImportError:
         return None
+    # A CPU without bf16 instructions (no AMX, no AVX512-BF16: this AMD EPYC VM) emulates them,
+    # and one 2048^3 product takes minutes: a 256^3 probe sizes the matrix to ~0.1 s a product.
+    p = torch.randn(256, 256, dtype=torch.bfloat16)
+    t0 = time.perf_counter()
+    p @ p
+    rate = 2 * 256 ** 3 / max(time.perf_counter() - t0, 1e-9)
+    m = max(256, min(m, int((0.1 * rate / 2) ** (1 / 3)) // 64 * 64))
     x = torch.randn(m, m, dtype=torch.bfloat16)
     y = torch.randn(m, m, dtype=torch.bfloat16)
     x @ y
