@@ -17,6 +17,7 @@ The serving config, the session and the CLI read patterns only through this clas
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -42,7 +43,7 @@ class Replay:
     notes: list[str]
 
 
-class LoadPattern:
+class LoadPattern(ABC):
     name: ClassVar[str]
     Options: ClassVar[type[BaseModel]] = NoOptions
     stationary: ClassVar[bool] = False     # arrivals at a constant mean rate (a steady verdict)
@@ -65,8 +66,9 @@ class LoadPattern:
     def check(self) -> None:
         """The rules across this pattern's options; raise SpecError naming the flags."""
 
+    @abstractmethod
     def schedules(self) -> list[Schedule]:
-        raise NotImplementedError
+        """One schedule per load level, in the order the levels run."""
 
     def levels(self) -> list[str]:
         """One label per load level, in order (contacts nothing, reads no file)."""
