@@ -15,6 +15,7 @@ from llmbench.cli.tail import check_run_id, outcome, pick_point, run_points
 from llmbench.backends import launchable
 from llmbench.errors import SpecError
 from llmbench.loadgen.patterns import PATTERNS
+from llmbench.loadgen.shapes import SHAPES
 from llmbench.store.store import DEFAULT_RESULTS
 
 
@@ -34,6 +35,9 @@ def serve(
     pattern: Optional[str] = typer.Option(None, "--pattern", help="load pattern: " + ", ".join(PATTERNS)
                                           + " (default: the one --trace, --rate or --concurrency implies)"),
     pattern_opt: list[str] = typer.Option([], "--pattern-opt", help="KEY=VALUE: an option of --pattern's own (repeat)"),
+    shape: str = typer.Option("text", "--shape", help="request shape: " + ", ".join(SHAPES)
+                              + " (what each request asks beyond its prompt; default plain text)"),
+    shape_opt: list[str] = typer.Option([], "--shape-opt", help="KEY=VALUE: an option of --shape's own (repeat)"),
     trace: Optional[Path] = typer.Option(None, "--trace", help="replay a timestamped trace: Mooncake JSONL, Azure or BurstGPT CSV"),
     trace_format: str = typer.Option("auto", "--trace-format", help="auto | mooncake | azure | burstgpt"),
     trace_speedup: float = typer.Option(1.0, "--trace-speedup", help="replay the trace this many times faster"),
@@ -113,7 +117,8 @@ def serve(
         timeout_s=timeout, seed=seed, force_output=force_output, extra_body=extra,
         use_uvloop=uvloop, workers=workers, executor=executor, server_metrics=server_metrics, metrics_interval_s=metrics_interval,
         power_sampling=power_sampling,
-        pattern=pattern, pattern_options=_pattern_options(pattern_opt),
+        pattern=pattern, pattern_options=_options(pattern_opt, "--pattern-opt"),
+        shape=shape, shape_options=_options(shape_opt, "--shape-opt"),
         trace=trace, trace_format=trace_format, trace_speedup=trace_speedup,
         max_input_len=max_input_len, max_output_len=max_output_len, find_max_rate=find_max_rate,
         slo_fraction=slo_fraction, rate_tolerance=rate_tolerance, max_points=max_points)
@@ -237,14 +242,14 @@ def capacity(result: dict, cfg) -> None:
                   + (f" ({span}; {result['reason']})" if span else f" ({result['reason']})"))
 
 
-def _pattern_options(items: list[str]) -> dict:
-    """--pattern-opt KEY=VALUE items; a value is read as JSON where it parses (numbers, lists),
-    else kept as text; the pattern's own options model checks them."""
+def _options(items: list[str], flag: str) -> dict:
+    """--pattern-opt / --shape-opt KEY=VALUE items; a value is read as JSON where it parses
+    (numbers, lists), else kept as text; the pattern's or shape's own options model checks them."""
     out = {}
     for item in items:
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
-            raise SpecError([("--pattern-opt", f"{item!r} is not KEY=VALUE")])
+            raise SpecError([(flag, f"{item!r} is not KEY=VALUE")])
         try:
             out[key.strip()] = json.loads(value)
         except ValueError:

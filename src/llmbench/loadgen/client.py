@@ -36,6 +36,8 @@ class RequestSpec:
     output_len: int          # tokens asked for
     # A conversation's earlier turns, (user, assistant) pairs, sent before `prompt`.
     history: tuple[tuple[str, str], ...] = ()
+    # What the request shape planned for this request where requests differ (loadgen/shapes/).
+    tag: str | None = None
 
     def full_prompt(self) -> str:
         """The completions API's prompt: the history's texts then this turn's, concatenated,
@@ -65,10 +67,15 @@ def request_body(spec: RequestSpec, model: str, api: Api, force_output: bool = T
 
 def encode_request(ep: Endpoint, spec: RequestSpec, model: str, api: Api, *,
                    force_output: bool = True, extra: dict[str, Any] | None = None,
-                   api_key: str | None = None) -> bytes:
-    body = json.dumps(request_body(spec, model, api, force_output, extra)).encode()
+                   api_key: str | None = None, shape=None) -> bytes:
+    """The request's bytes; a request shape (loadgen/shapes/) adds its fields and endpoint."""
+    force_output = force_output and (shape is None or shape.forces_output)
+    body = request_body(spec, model, api, force_output, extra)
+    if shape is not None:
+        body = shape.body(body, spec)
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
-    return build_request(ep, "POST", PATHS[api], body, headers)
+    path = shape.path(api) if shape is not None else PATHS[api]
+    return build_request(ep, "POST", path, json.dumps(body).encode(), headers)
 
 
 @dataclass
@@ -94,6 +101,8 @@ class Outcome:
     t_first_reasoning: float | None = None
     t_first_answer: float | None = None
     reasoning_text: str = ""
+    tag: str | None = None          # the request's RequestSpec.tag
+    invalid: str | None = None      # a judged shape's cause of an answer not as asked
 
     @property
     def ok(self) -> bool:

@@ -66,6 +66,9 @@ class ServeConfig(Strict):
     # the load pattern (loadgen/patterns/): None = the one the flags imply; its own options
     pattern: str | None = None
     pattern_options: dict[str, Any] = Field(default_factory=dict)
+    # what each request asks beyond its prompt (loadgen/shapes/): plain text unless named
+    shape: str = "text"
+    shape_options: dict[str, Any] = Field(default_factory=dict)
     trace: Path | None = None                   # a timestamped trace to replay (loadgen/traces.py)
     trace_format: str = "auto"
     trace_speedup: float = Field(1.0, gt=0)
@@ -142,6 +145,13 @@ class ServeConfig(Strict):
         return self
 
     @model_validator(mode="after")
+    def _shape(self) -> ServeConfig:
+        self.request_shape().check()
+        if self.turns > 1 and self.shape != "text":
+            raise SpecError([("--shape", "conversations (--turns) send plain text turns")])
+        return self
+
+    @model_validator(mode="after")
     def _search(self) -> ServeConfig:
         if not self.find_max_rate:
             return self
@@ -175,6 +185,12 @@ class ServeConfig(Strict):
         from llmbench.loadgen.patterns import pattern_for
 
         return pattern_for(self)
+
+    def request_shape(self):
+        """The request shape of this config (loadgen/shapes/)."""
+        from llmbench.loadgen.shapes import shape_for
+
+        return shape_for(self)
 
     def schedules(self) -> list[Schedule]:
         return self.load_pattern().schedules()

@@ -75,9 +75,11 @@ class ServePoint(Frozen):
         # nor where the client ran, unless on Ray: the keys of local points stay what they were;
         # nor how the power was sampled: the record's `observers` say)
         # nor the load pattern when the flags imply it (named, it and its options are the point's)
+        # nor the request shape when it is plain text
         skip = {"use_uvloop", "metrics_interval_s", "warmup_requests", "power_sampling"} | \
             ({"executor"} if self.cfg.executor == "local" else set()) | \
-            ({"pattern", "pattern_options"} if self.cfg.pattern is None else set())
+            ({"pattern", "pattern_options"} if self.cfg.pattern is None else set()) | \
+            ({"shape", "shape_options"} if self.cfg.shape == "text" else set())
         cfg = self.cfg.model_dump(mode="json", exclude=skip)
         return point_key([self.target.identity(), cfg, self.index, self.search])
 

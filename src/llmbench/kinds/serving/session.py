@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from typing import Any, Callable
 
 from llmbench.errors import SpecError
-from llmbench.loadgen.client import RequestSpec, encode_request, interpret
+from llmbench.loadgen.client import RequestSpec, encode_request
 from llmbench.loadgen.conversations import conversation_driver
 from llmbench.loadgen.http import Endpoint
 from llmbench.loadgen.preflight import check_server, normalize_url, safe_url
@@ -72,11 +72,14 @@ class ServingSession:
         cfg = cfg.load_pattern().recorded_config()   # e.g. the trace format read, for the record
         self.cfg, self.pattern = cfg, cfg.load_pattern()
         self.schedules, counts, self.specs, self.notes0 = _load_plan(cfg, self.tok)
+        self.shape = cfg.request_shape()
+        self.specs = self.shape.plan(self.specs, cfg.seed)
         self.offsets = [sum(counts[:k]) for k in range(len(counts))]
         self.counts = counts
         self.served = cfg.served_model or (listed[0] if listed else cfg.model)
         # Warm-up prompts: their own (another seed), so no measured prompt is cached by them.
-        self.warmup_specs = _warmup_specs(cfg, self.tok, self.specs) if cfg.warmup_requests else []
+        self.warmup_specs = self.shape.plan(_warmup_specs(cfg, self.tok, self.specs), cfg.seed + 7919) \
+            if cfg.warmup_requests else []
         try:
             ref = resolve(cfg.model)
             self.model = ModelInfo(name=ref.name, source=ref.source, params=ref.params,
@@ -226,10 +229,11 @@ def _measure(cfg: ServeConfig, target: Target, url: str, served: str, sch: Sched
     """One load point: warm-up requests (unmeasured, before the scrape and energy windows),
     then send, with the server's /metrics scraped meanwhile, then read."""
     ep = Endpoint.parse(url)
+    shape = cfg.request_shape()
 
     def encode(spec: RequestSpec) -> bytes:
         return encode_request(ep, spec, served, cfg.api, force_output=cfg.force_output,
-                              extra=cfg.extra_body, api_key=target.api_key)
+                              extra=cfg.extra_body, api_key=target.api_key, shape=shape)
 
     used: dict[int, RequestSpec] = {}
     driver = conversation_driver(mine, cfg.turns, sch.concurrency, cfg.think_time_s,
@@ -260,8 +264,9 @@ def _measure(cfg: ServeConfig, target: Target, url: str, served: str, sch: Sched
             scraper.stop()
     sent_specs = [_as_sent(used[s.index], tok) if driver else mine[s.index % len(mine)]
                   for s in res.sent]
-    outcomes = [interpret(s.resp, s.t_sched, sp, tok.count) for s, sp in zip(res.sent, sent_specs)]
+    outcomes = [shape.read(s.resp, s.t_sched, sp, tok.count) for s, sp in zip(res.sent, sent_specs)]
     metrics, serving, notes = summarize_point(outcomes, res, cfg, tok, win.energy_j)
+    shape.summarize(outcomes, metrics, serving, notes)
     if warm is not None:
         serving["warmup"] = warm
         if warm["failed"]:
@@ -334,7 +339,8 @@ def _warmup_specs(cfg: ServeConfig, tok, specs: list[RequestSpec]) -> list[Reque
 
 def _as_sent(spec: RequestSpec, tok) -> RequestSpec:
     """A conversation turn as sent: its prompt length counts the history it carries."""
-    return RequestSpec(spec.prompt, tok.count_prompt(spec.full_prompt()), spec.output_len, spec.history)
+    return RequestSpec(spec.prompt, tok.count_prompt(spec.full_prompt()), spec.output_len, spec.history,
+                       spec.tag)
 
 
 def _load_plan(cfg: ServeConfig, tok) -> tuple[list[Schedule], list[int], list[RequestSpec], list[str]]:
@@ -433,6 +439,7 @@ def _workload(cfg: ServeConfig, sch: Schedule, specs: list[RequestSpec], request
         w["client_executor"] = cfg.executor
     if cfg.turns > 1:
         w.update(turns=cfg.turns, think_time_s=cfg.think_time_s, sessions=sch.num_prompts // cfg.turns)
+    w.update(cfg.request_shape().workload())
     return w
 
 

@@ -1,0 +1,30 @@
+"""The request shapes, by name: one module each (base.py says what a shape owns), one line
+here. Without `--shape`, requests are plain text."""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING
+
+from llmbench.errors import SpecError, did_you_mean
+
+if TYPE_CHECKING:
+    from llmbench.loadgen.shapes.base import RequestShape
+
+DEFAULT = "text"
+SHAPES: dict[str, str] = {   # name -> "module:class"
+    "text": "llmbench.loadgen.shapes.text:Text",
+}
+
+
+def shape_class(name: str) -> type[RequestShape]:
+    if name not in SHAPES:
+        raise SpecError([("--shape", f"unknown request shape {name!r}{did_you_mean(name, SHAPES)}; "
+                                     f"registered: {', '.join(SHAPES)}")])
+    module, _, cls = SHAPES[name].partition(":")
+    return getattr(import_module(module), cls)
+
+
+def shape_for(cfg) -> RequestShape:
+    """The request shape `cfg` names (`--shape`, default text), its options parsed."""
+    return shape_class(cfg.shape)(cfg)

@@ -1,0 +1,108 @@
+"""What a request shape owns: what one request asks of the server beyond its prompt and
+lengths, and how its answer is judged.
+
+A shape is one module here plus one line in the registry (shapes/__init__.py). It owns
+- its options, an `Options` model filled from `--shape-opt KEY=VALUE` (or the shape's own
+  flags, which fill the same model) and validated by it; named options join the point key;
+- the APIs it can be sent on, and whether the forced output length (ignore_eos + min_tokens)
+  applies to it (a grammar or a tool call ends where it ends);
+- the endpoint and the body's extra fields (`path`, `body`);
+- what each planned request carries (`plan`: e.g. the adapter it goes to), deterministic in
+  the seed so a level run alone sends what it would have sent in the whole sweep;
+- how a response is read (`read`; streamed chat/completions by default) and judged (`judge`:
+  the cause of an answer that is not what was asked, None when it is);
+- its fields of the record's workload and its summary of a point (`workload`, `summarize`).
+The timing (send, first token, gaps) is the client's alone (loadgen/client.py); the config,
+the session and the CLI read shapes only through this class.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from llmbench.errors import SpecError
+from llmbench.loadgen.client import PATHS, Outcome, RequestSpec, interpret
+
+if TYPE_CHECKING:
+    from llmbench.loadgen.http import Response
+
+
+class NoOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RequestShape:
+    name: ClassVar[str]
+    Options: ClassVar[type[BaseModel]] = NoOptions
+    apis: ClassVar[tuple[str, ...]] = ("completions", "chat")
+    forces_output: ClassVar[bool] = True    # ignore_eos + min_tokens apply (--force-output)
+    judged: ClassVar[bool] = False          # whether `judge` checks anything (validity reported)
+
+    def __init__(self, cfg):
+        self.cfg = cfg      # the serving config (kinds/serving/config.py; not imported: it imports us)
+        try:
+            self.options = self.Options(**cfg.shape_options)
+        except ValidationError as e:
+            raise SpecError([("--shape-opt", f"{self.name}: " + "; ".join(
+                f"{'.'.join(map(str, err['loc'])) or 'options'}: {err['msg']}"
+                for err in e.errors()))]) from None
+
+    def check(self) -> None:
+        """The rules across this shape's options and the config; raise SpecError naming flags."""
+        if self.cfg.api not in self.apis:
+            raise SpecError([("--api", f"the {self.name} request shape is sent on "
+                                       f"{' or '.join(self.apis)}, not {self.cfg.api}")])
+
+    def plan(self, specs: list[RequestSpec], seed: int) -> list[RequestSpec]:
+        """The planned requests as this shape sends them (a `tag` each where requests differ)."""
+        return specs
+
+    def path(self, api: str) -> str:
+        return PATHS[api]
+
+    def body(self, body: dict[str, Any], spec: RequestSpec) -> dict[str, Any]:
+        """The request body with this shape's fields added (`body` is the plain request's)."""
+        return body
+
+    def read(self, resp: Response, t_ref: float, spec: RequestSpec,
+             count_tokens: Callable[[str], int] | None = None) -> Outcome:
+        """A finished response as measured; a judged shape's `judge` then sets its verdict."""
+        out = interpret(resp, t_ref, spec, count_tokens)
+        out.tag = spec.tag
+        if out.ok:
+            out.invalid = self.judge(out)
+        return out
+
+    def judge(self, out: Outcome) -> str | None:
+        """Why the answer is not what the request asked for (a cause), or None. The base shape
+        asks only for text, so every answer that came is valid."""
+        return None
+
+    def workload(self) -> dict[str, Any]:
+        """The record's fields for the shape; none for the plain text shape (its keys stay)."""
+        return {"request_shape": self.name,
+                **({"request_shape_options": self.options.model_dump(mode="json")}
+                   if self.options.model_fields_set else {})}
+
+    def summarize(self, outcomes: list[Outcome], metrics: dict, serving: dict, notes: list[str]) -> None:
+        """A judged shape's validity: the fraction of answered requests whose answer is valid,
+        and the invalid ones by cause."""
+        if not self.judged:
+            return
+        answered = [o for o in outcomes if o.ok]
+        bad = Counter(o.invalid for o in answered if o.invalid)
+        serving["validity"] = {"answered": len(answered), "valid": len(answered) - sum(bad.values()),
+                               "invalid_by_cause": dict(bad)}
+        if answered:
+            serving["validity"]["valid_fraction"] = 1 - sum(bad.values()) / len(answered)
+            if bad:
+                notes.append(f"{sum(bad.values())} of {len(answered)} answers invalid: "
+                             + ", ".join(f"{c} {n}" for c, n in bad.most_common()))
+
+
+def tagged(spec: RequestSpec, tag: str) -> RequestSpec:
+    return replace(spec, tag=tag)
