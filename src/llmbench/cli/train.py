@@ -31,8 +31,8 @@ def _opt(help: str) -> Any:
 
 
 def train(
-    workload: str = typer.Option("gpt2", "--workload", "-w", help="block | gpt2 | genslm (list)"),
-    size: Optional[str] = _opt("gpt2: small|medium|large|xl; genslm: 25m|250m|2.5b|25b (list)"),
+    workload: str = typer.Option("gpt2", "--workload", "-w", help="block | gpt2 | genslm | llama (list)"),
+    size: Optional[str] = _opt("gpt2: small|medium|large|xl; genslm: 25m|250m|2.5b|25b; llama: 3.2-1b|3.2-3b|3-8b (list)"),
     seq_len: Optional[str] = typer.Option(None, "--seq-len", help="tokens per sequence (list)"),
     micro_batch: Optional[str] = typer.Option(None, "--micro-batch", help="sequences per micro-step (list)"),
     grad_accum: Optional[str] = typer.Option(None, "--grad-accum", help="micro-steps per optimizer step (list)"),
@@ -42,17 +42,17 @@ def train(
     sparsity: Optional[str] = typer.Option(None, "--sparsity", help="none|2:4 (list)"),
     compile: Optional[str] = typer.Option(None, "--compile", help="torch.compile: false,true (list)"),
     activation_checkpointing: Optional[str] = typer.Option(None, "--activation-checkpointing", help="false,true (list)"),
-    hidden: Optional[str] = typer.Option(None, "--hidden", help="block hidden size; gpt2/genslm: override (list)"),
+    hidden: Optional[str] = typer.Option(None, "--hidden", help="block hidden size; language models: override (list)"),
     heads: Optional[str] = typer.Option(None, "--heads", help="attention heads (list)"),
-    kv_heads: Optional[str] = typer.Option(None, "--kv-heads", help="block llama style: KV heads (list)"),
-    layers: Optional[str] = typer.Option(None, "--layers", help="gpt2/genslm: fewer layers (list)"),
+    kv_heads: Optional[str] = typer.Option(None, "--kv-heads", help="block llama style, llama: KV heads (list)"),
+    layers: Optional[str] = typer.Option(None, "--layers", help="language models: fewer layers (list)"),
     style: Optional[str] = typer.Option(None, "--style", help="block: gpt|llama (list)"),
     mode: Optional[str] = typer.Option(None, "--mode", help="block: fwd|fwdbwd (list)"),
     attn_backend: Optional[str] = typer.Option(None, "--attn-backend", help="auto|flash|cudnn|efficient|math (list)"),
     compile_mode: Optional[str] = typer.Option(
         None, "--compile-mode", help="with --compile true: default|max-autotune-no-cudagraphs|max-autotune|reduce-overhead (list)"),
-    optimizer: Optional[str] = typer.Option(None, "--optimizer", help="gpt2/genslm AdamW: fused|foreach|for-loop (list)"),
-    loss: Optional[str] = typer.Option(None, "--loss", help="gpt2/genslm loss: full|chunked logits (list)"),
+    optimizer: Optional[str] = typer.Option(None, "--optimizer", help="language models AdamW: fused|foreach|for-loop (list)"),
+    loss: Optional[str] = typer.Option(None, "--loss", help="language models loss: full|chunked logits (list)"),
     head_pad: Optional[str] = typer.Option(None, "--head-pad", help="pad attention heads to a multiple of 8 for fused kernels: true,false (list)"),
     learnable: bool = typer.Option(False, "--learnable", help="a learnable pattern instead of random tokens (loss must fall)"),
     lr: float = typer.Option(3e-4, "--lr"),

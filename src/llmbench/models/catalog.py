@@ -104,6 +104,13 @@ _ARCHS = [
     _a(name="llama-2-70b", family="llama", layers=80, hidden=8192, heads=64, kv_heads=8,
        ffn=28672, vocab=32000, max_position=4096, public_params=68_976_648_192,
        hf_id="meta-llama/Llama-2-70b-hf"),
+    # Llama 3.2's small models: tied embeddings, GQA 4:1 (public counts: the model cards)
+    _a(name="llama-3.2-1b", family="llama", layers=16, hidden=2048, heads=32, kv_heads=8, ffn=8192,
+       vocab=128256, max_position=131072, tie_embeddings=True, rope_theta=500000.0,
+       public_params=1_235_814_400, hf_id="meta-llama/Llama-3.2-1B"),
+    _a(name="llama-3.2-3b", family="llama", layers=28, hidden=3072, heads=24, kv_heads=8, ffn=8192,
+       vocab=128256, max_position=131072, tie_embeddings=True, rope_theta=500000.0,
+       public_params=3_212_749_824, hf_id="meta-llama/Llama-3.2-3B"),
     _a(name="llama-3-8b", family="llama", layers=32, hidden=4096, heads=32, kv_heads=8,
        ffn=14336, vocab=128256, max_position=8192, rope_theta=500000.0,
        public_params=8_030_261_248, hf_id="meta-llama/Meta-Llama-3-8B"),

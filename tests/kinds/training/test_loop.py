@@ -1,4 +1,4 @@
-"""Tiny configurations of the three workloads, timed on the CPU through the real loop."""
+"""Tiny configurations of the four workloads, timed on the CPU through the real loop."""
 
 import pytest
 
@@ -19,6 +19,8 @@ TINY = {
     "block": dict(workload="block", hidden=64, heads=4, seq_len=32, micro_batch=2),
     "gpt2": dict(workload="gpt2", size="small", layers=2, hidden=64, heads=2, seq_len=32, micro_batch=2),
     "genslm": dict(workload="genslm", size="25m", layers=2, hidden=64, heads=4, seq_len=48, micro_batch=2),
+    "llama": dict(workload="llama", size="3.2-1b", layers=2, hidden=64, heads=4, kv_heads=2, seq_len=32,
+                  micro_batch=2),
 }
 
 
@@ -70,6 +72,14 @@ def test_learnable_loss_falls(tmp_path):
     assert rec.status == "ok", rec.error
     first, last = rec.metric("loss_first"), rec.metric("loss_last")
     assert last < 0.5 * first, (first, last)
+
+
+@pytest.mark.slow
+def test_llama_learnable_loss_falls(tmp_path):
+    p = TrainPoint(**TINY["llama"], learnable=True, lr=1e-2, steps=15, warmup=1)
+    (rec,) = run_points([p], tmp_path)
+    assert rec.status == "ok", rec.error
+    assert rec.metric("loss_last") < 0.5 * rec.metric("loss_first")
 
 
 @pytest.mark.slow

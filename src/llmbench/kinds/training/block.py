@@ -2,7 +2,9 @@
 
 GPT style: pre-LayerNorm, fused QKV projection, causal attention through
 `scaled_dot_product_attention` (flash / cuDNN / memory-efficient kernels), 4h MLP with tanh GELU
-(GPT-2's). LLaMA style: RMSNorm, grouped-query attention, SwiGLU MLP, no biases.
+(GPT-2's). LLaMA style: RMSNorm, grouped-query attention, SwiGLU MLP, no biases; rotary
+positions when the layer is part of a language model (llama.py), none in the micro-benchmark
+(the study's block has no position encoding).
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ def llama_ffn(hidden: int, multiple: int = 256) -> int:
 
 class Attention(nn.Module):
     def __init__(self, hidden: int, heads: int, kv_heads: int | None = None, bias: bool = True,
-                 head_pad: bool = True):
+                 head_pad: bool = True, rope: nn.Module | None = None):
         super().__init__()
-        self.head_pad = head_pad
+        self.head_pad, self.rope = head_pad, rope
         kv_heads = kv_heads or heads
         if hidden % heads or heads % kv_heads:
             raise ValueError(f"hidden {hidden} must divide into {heads} heads, heads into {kv_heads} kv heads")
@@ -40,6 +42,8 @@ class Attention(nn.Module):
         q = q.view(b, s, self.heads, self.head_dim).transpose(1, 2)
         k = k.view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
         v = v.view(b, s, self.kv_heads, self.head_dim).transpose(1, 2)
+        if self.rope is not None:
+            q, k = self.rope(q), self.rope(k)
         y = causal_attention(q, k, v, pad=self.head_pad, enable_gqa=self.kv_heads != self.heads)
         return self.proj(y.transpose(1, 2).reshape(b, s, -1))
 
@@ -67,7 +71,8 @@ class SwiGLU(nn.Module):
 
 class Block(nn.Module):
     def __init__(self, hidden: int, heads: int, *, style: str = "gpt", kv_heads: int | None = None,
-                 ffn: int | None = None, eps: float = 1e-5, head_pad: bool = True):
+                 ffn: int | None = None, eps: float = 1e-5, head_pad: bool = True,
+                 rope: nn.Module | None = None):
         super().__init__()
         if style == "gpt":
             self.ln1, self.ln2 = nn.LayerNorm(hidden, eps=eps), nn.LayerNorm(hidden, eps=eps)
@@ -75,7 +80,7 @@ class Block(nn.Module):
             self.mlp = MLP(hidden, ffn or 4 * hidden)
         else:
             self.ln1, self.ln2 = nn.RMSNorm(hidden, eps=eps), nn.RMSNorm(hidden, eps=eps)
-            self.attn = Attention(hidden, heads, kv_heads, bias=False, head_pad=head_pad)
+            self.attn = Attention(hidden, heads, kv_heads, bias=False, head_pad=head_pad, rope=rope)
             self.mlp = SwiGLU(hidden, ffn or llama_ffn(hidden))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

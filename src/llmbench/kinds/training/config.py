@@ -14,7 +14,7 @@ from pydantic import Field, ValidationError, model_validator
 from llmbench.errors import SpecError
 from llmbench.kinds.base import Strict, point_key
 
-Workload = Literal["block", "gpt2", "genslm"]
+Workload = Literal["block", "gpt2", "genslm", "llama"]
 Precision = Literal["fp32", "tf32", "bf16", "fp8"]
 Sparsity = Literal["none", "2:4"]
 Parallel = Literal["auto", "ddp", "fsdp"]
@@ -32,8 +32,9 @@ SIZES: dict[str, tuple[str, ...]] = {
     "block": ("",),
     "gpt2": ("small", "medium", "large", "xl"),
     "genslm": ("25m", "250m", "2.5b", "25b"),
+    "llama": ("3.2-1b", "3.2-3b", "3-8b"),      # llama.py: the catalog's Llama shapes
 }
-DEFAULT_SIZE = {"block": "", "gpt2": "small", "genslm": "25m"}
+DEFAULT_SIZE = {"block": "", "gpt2": "small", "genslm": "25m", "llama": "3.2-1b"}
 
 
 class TrainPoint(Strict):
@@ -41,14 +42,14 @@ class TrainPoint(Strict):
 
     workload: Workload = "gpt2"
     size: str = ""
-    # block shape (for gpt2/genslm: overrides of the catalog shape, for quick or tiny runs)
+    # block shape (the language models: overrides of the catalog shape, for quick or tiny runs)
     hidden: int | None = Field(None, ge=8)
     heads: int | None = Field(None, ge=1)
-    kv_heads: int | None = Field(None, ge=1, description="block llama style: grouped-query heads")
-    layers: int | None = Field(None, ge=1, description="gpt2/genslm: fewer layers than the size")
+    kv_heads: int | None = Field(None, ge=1, description="block llama style, llama: grouped-query heads")
+    layers: int | None = Field(None, ge=1, description="the language models: fewer layers than the size")
     style: Literal["gpt", "llama"] = Field("gpt", description="block: GPT (LayerNorm, GELU) or LLaMA (RMSNorm, SwiGLU, GQA)")
     mode: Literal["train", "fwd", "fwdbwd"] = Field(
-        "train", description="block: fwd or fwdbwd (no optimizer); gpt2/genslm: train (AdamW step)")
+        "train", description="block: fwd or fwdbwd (no optimizer); the language models: train (AdamW step)")
     seq_len: int = Field(1024, ge=2)
     micro_batch: int = Field(1, ge=1)
     grad_accum: int = Field(1, ge=1)
@@ -62,9 +63,9 @@ class TrainPoint(Strict):
     compile_mode: CompileMode = Field("default", description="torch.compile mode (with compile): "
                                       "max-autotune* tune the kernels; reduce-overhead and "
                                       "max-autotune replay CUDA graphs")
-    optimizer: Optimizer | None = Field(None, description="gpt2/genslm: AdamW's implementation "
+    optimizer: Optimizer | None = Field(None, description="the language models: AdamW's implementation "
                                         f"(default {DEFAULT_OPTIMIZER}); the block has none")
-    loss: Loss | None = Field(None, description="gpt2/genslm: full logits, or chunked (the logits "
+    loss: Loss | None = Field(None, description="the language models: full logits, or chunked (the logits "
                               f"a block of tokens at a time; default {DEFAULT_LOSS}); head_loss.py")
     head_pad: bool = Field(True, description="pad attention heads to a multiple of 8 wide for the "
                            "fused kernels (zeros: same result; attention.py)")
@@ -89,10 +90,10 @@ class TrainPoint(Strict):
             if self.mode == "train":
                 self.mode = "fwdbwd"
             if self.learnable:
-                raise ValueError("learnable needs a language model (gpt2 or genslm), not block")
+                raise ValueError("learnable needs a language model (gpt2, genslm or llama), not block")
             for name in ("optimizer", "loss"):
                 if getattr(self, name) is not None:
-                    raise ValueError(f"{name} is for a language model (gpt2 or genslm): the block "
+                    raise ValueError(f"{name} is for a language model (gpt2, genslm or llama): the block "
                                      "has no optimizer and no LM head")
         elif self.mode != "train":
             raise ValueError(f"mode {self.mode!r} is for the block workload; {self.workload} trains")

@@ -33,6 +33,8 @@ def _build(p: TrainPoint, device, dtype):
         from llmbench.kinds.training.block import build
     elif p.workload == "gpt2":
         from llmbench.kinds.training.gpt2 import build
+    elif p.workload == "llama":
+        from llmbench.kinds.training.llama import build
     else:
         from llmbench.kinds.training.genslm import build
     return build(p, device, dtype)
