@@ -1,0 +1,86 @@
+"""benchmarks/train_references.py: its statistics against scipy and by hand, torchtitan's log
+read to the known figures, and the nanoGPT-style reference run beside llmbench on the CPU."""
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import train_references as tr  # noqa: E402
+
+LOG = """\
+[titan] 2026-12-05 01:30:00 - root - INFO - step:  1  loss: 11.9  grad_norm: 3.1  memory: 40.1GiB(29%)  tps: 1,204  tflops: 58.2  mfu: 5.88%
+[titan] 2026-12-05 01:30:01 - root - INFO - step:  2  loss: 11.2  grad_norm: 2.9  memory: 40.1GiB(29%)  tps: 23,010  tflops: 1,110.1  mfu: 41.2%
+[titan] 2026-12-05 01:30:02 - root - INFO - step:  3  loss: 10.8  grad_norm: 2.5  memory: 40.1GiB(29%)  tps: 23,500  tflops: 1,134.0  mfu: 42.0%
+[titan] 2026-12-05 01:30:03 - root - INFO - step:  4  loss: 10.1  grad_norm: 2.2  memory: 40.1GiB(29%)  tps: 23,100  tflops: 1,115.0  mfu: 41.5%
+"""
+
+
+def test_torchtitan_log_is_read_to_its_figures():
+    assert tr.parse_torchtitan_log(LOG) == {1: 1204.0, 2: 23010.0, 3: 23500.0, 4: 23100.0}
+    assert tr.after_warmup_median(tr.parse_torchtitan_log(LOG), 1) == 23100.0   # median of 3
+    with pytest.raises(ValueError, match="no step after"):
+        tr.after_warmup_median({1: 5.0}, 1)
+
+
+def test_paired_ratio_is_the_student_t_interval():
+    stats = pytest.importorskip("scipy.stats")
+    ours, theirs = [110.0, 120.0, 100.0], [100.0, 100.0, 100.0]
+    r = tr.paired_ratio(ours, theirs)
+    assert r["ratios"] == [1.1, 1.2, 1.0]
+    lo, hi = stats.t.interval(0.95, 2, loc=1.1, scale=stats.sem([1.1, 1.2, 1.0]))
+    assert r["mean"] == pytest.approx(1.1) and r["ci95"] == pytest.approx([lo, hi])
+    assert r["median_ratio"] == pytest.approx(110 / 100)
+
+
+def test_torchtitan_command_holds_the_point():
+    a = tr.argparse.Namespace(warmup=5, steps=20, seq_len=2048, micro_batch=2, compile=True)
+    cmd = tr.torchtitan_cmd(a, Path("/t"), Path("/d"), Path("/o"))
+    assert cmd[cmd.index("--training.steps") + 1] == "25"          # warm-up + timed, as llmbench
+    assert cmd[cmd.index("--training.seq_len") + 1] == "2048"
+    assert cmd[cmd.index("--module") + 1] == "torchtitan_llama" and "--compile.enable" in cmd
+
+
+@pytest.mark.gpu
+def test_torchtitan_builds_llmbench_parameters():
+    """The same parameters and the same FLOP count per token on both sides (meta device).
+    torchtitan 0.3.0 and its 12 dependencies are carried to the GPU machine only, so this runs
+    there (or here with them on PYTHONPATH: docs/data/torchtitan-params-cpu-20261205.txt)."""
+    pytest.importorskip("torchtitan", reason="torchtitan 0.3.0 is carried to the GPU machine only")
+    torch = pytest.importorskip("torch")
+    from torchtitan_llama import llama_model_config
+
+    from llmbench.kinds.training.config import TrainPoint
+    from llmbench.kinds.training.llama import build
+    from llmbench.roofline.flops import flops_per_token
+
+    for size in ("3.2-1b", "3-8b"):
+        cfg = llama_model_config(size, layers=2)
+        with torch.device("meta"):
+            m = cfg.build()
+        n, fpt = cfg.get_nparams_and_flops(m, 2048)
+        w = build(TrainPoint(workload="llama", size=size, layers=2, seq_len=2048),
+                  torch.device("meta"), torch.float32)
+        assert n == w.total_params
+        assert fpt == flops_per_token(w.flop_params, w.layers, w.hidden, 2048)
+
+
+@pytest.mark.slow
+def test_nanogpt_reference_beside_llmbench_on_the_cpu(capsys):
+    pytest.importorskip("torch")
+    res = tr.compare(tr.argparse.Namespace(
+        reference="nanogpt", size="small", layers=1, seq_len=32, micro_batch=2, compile=False,
+        repeats=2, steps=3, warmup=1, device="cpu", seed=0))
+    assert len(res["llmbench_tok_s"]) == len(res["reference_tok_s"]) == 2
+    assert all(v > 0 for v in res["llmbench_tok_s"] + res["reference_tok_s"])
+    # the median of two rounds is their mean
+    assert res["median_ratio"] == pytest.approx(sum(res["llmbench_tok_s"]) / sum(res["reference_tok_s"]))
+    # the same FLOPs per token on both sides: 6N + 12 L h s with N of GPT-2 small at one layer
+    n = res["llmbench"]["flop_params"]
+    assert res["llmbench"]["flops_per_token"] == 6 * n + 12 * 1 * 768 * 32
+    out = capsys.readouterr().out
+    assert out.index("round 1 llmbench") < out.index("round 1 reference")
+    assert out.index("round 2 reference") < out.index("round 2 llmbench")
+    assert math.isfinite(res["mean"])
