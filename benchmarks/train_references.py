@@ -266,6 +266,7 @@ def main(argv=None) -> int:
           f"mean {res['mean']:.3f}" + (f" [{lo:.3f}, {hi:.3f}] 95% t" if lo is not None else "")
           + f"; goal >= 1.0: {'met' if res['meets_goal'] else 'NOT met'}")
     if a.json:
+        a.json.parent.mkdir(parents=True, exist_ok=True)
         a.json.write_text(json.dumps(res, indent=1))
     return 0
 

@@ -9,6 +9,7 @@ set up by `benchmarks/h200/setup.sh` (docs/gpu-campaign.md has the whole recipe)
     python3 benchmarks/h200/campaign.py PART [PART ...] --out DIR [--budget-s 540] [--dry-run]
 
 PART: vllm | llamacpp | llamacpp-long | serve | capacity | gpu-tests | transformers | sglang |
+train-references (llmbench's training step beside torchtitan and a nanoGPT-style GPT-2) |
 findings-vllm | findings-models | findings-llamacpp (the study's findings) | gate-inference |
 gate-training (the regression gate: committed points re-run, then `llmbench compare` against
 them; benchmarks/h200/gate.py) | list. Steps run in priority order;
@@ -151,6 +152,23 @@ def plan(part: str, results: str) -> list[Step]:
                     "--input-len", "128", "--output-len", "128", "--rounds", "3",
                     "--results", results), 300, "sglang"),
         ]
+    if part == "train-references":
+        # issue 42: llmbench's step beside torchtitan's trainer and a nanoGPT-style GPT-2
+        # (torchtitan and its dependencies carried as wheels: docs/gpu-campaign.md)
+        return [
+            ("Llama-3-8B shape at 8 layers, s2048 mb2, compiled: llmbench vs torchtitan 0.3.0",
+             script("train_references.py", "llama", "--size", "3-8b", "--layers", "8",
+                    "--seq-len", "2048", "--micro-batch", "2", "--compile", "--repeats", "3",
+                    "--json", f"{results}/train-references-llama.json"), 300, "torchtitan"),
+            ("GPT-2 XL s1024 mb16, compiled: llmbench vs the nanoGPT-style reference",
+             script("train_references.py", "nanogpt", "--size", "xl", "--seq-len", "1024",
+                    "--micro-batch", "16", "--compile", "--repeats", "3",
+                    "--json", f"{results}/train-references-nanogpt.json"), 240, "torch"),
+            ("Llama-3.2-1B s2048 mb4: bf16 and fp8, 30 learnable steps (loss compared)",
+             [sys.executable, "-m", "llmbench", "train", "--workload", "llama", "--size", "3.2-1b",
+              "--seq-len", "2048", "--micro-batch", "4", "--precision", "bf16,fp8", "--compile", "true",
+              "--learnable", "--steps", "30", "--device", "cuda", "--results", results], 200, "torch"),
+        ]
     if part in FINDINGS_PARTS:
         return findings_plan(part, results)
     if part in GATE_PARTS:
@@ -241,7 +259,7 @@ def findings_plan(part: str, results: str) -> list[Step]:
 
 
 PARTS = ("vllm", "llamacpp", "llamacpp-long", "serve", "capacity", "gpu-tests", "transformers",
-         "sglang", *FINDINGS_PARTS, *GATE_PARTS)
+         "sglang", "train-references", *FINDINGS_PARTS, *GATE_PARTS)
 
 
 def have(module: str) -> bool:
