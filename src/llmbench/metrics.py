@@ -217,6 +217,19 @@ CATALOG: dict[str, Metric] = {m.name: m for m in (
        "resident warps as a share of the maximum"),
     _M("gpu_tensor_util_pct", "%", "Tensor-core utilisation, NVML GPM (%)", "tensor %", "none",
        "the share of time the tensor cores were busy"),
+    # -- speculative decoding (kinds/serving/speculation.py; docs/metrics.md)
+    _M("spec_acceptance_rate", "fraction", "Speculation acceptance rate", "accept rate", "higher",
+       "draft tokens the target model accepted / draft tokens proposed, the server's own "
+       "counters over the point (vLLM spec_decode_num_accepted_tokens / _num_draft_tokens)"),
+    _M("spec_accepted_len", "tokens", "Tokens per speculative step", "accept len", "higher",
+       "1 + accepted draft tokens / steps that had a draft (the server's counters): the tokens "
+       "one verification step yields, its accepted proposals plus the target's own token"),
+    _M("tokens_per_chunk", "tokens", "Tokens per streamed chunk", "tok/chunk", "none",
+       "the client's count: tokens in a request's streamed chunks after its first / those "
+       "chunks, pooled over the point's requests (1 without speculation or batched streaming)"),
+    _M("spec_greedy_match_fraction", "fraction", "Greedy tokens unchanged by speculation",
+       "spec match", "higher", "--check-speculation: tokens before each prompt's first divergence "
+       "from the same engine without speculation (greedy) / its tokens; 1 = identical"),
 )}
 
 # What a table shows first for each record kind (the report's kind tables, `llmbench results`),

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from llmbench.errors import EngineNotInstalled, SpecError
 
 if TYPE_CHECKING:
+    from llmbench.backends.speculation import Speculation
     from llmbench.hardware import Hardware
     from llmbench.models.catalog import ModelArch
 
@@ -105,6 +106,13 @@ class Engine:
         """The command that serves `model` on 127.0.0.1:`port`, computing on `device`."""
         raise SpecError([("--launch", f"llmbench cannot start a {cls.name} server; start it "
                                       "yourself and give its URL")])
+
+    @classmethod
+    def speculation_args(cls, spec: Speculation) -> list[str]:
+        """The server arguments that turn `spec` on (`--speculative`); an engine that cannot
+        speculate that way refuses, naming the flag."""
+        raise SpecError([("--speculative", f"llmbench does not know how to turn on speculative "
+                                           f"decoding in a {cls.name} server")])
 
     # -- its roofline ---------------------------------------------------------------------------
     @classmethod

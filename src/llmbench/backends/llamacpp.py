@@ -29,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from llmbench.backends.base import Backend
 from llmbench.backends.engine import PrometheusNames, RooflineAsk, ServerCommand, WeightRule
-from llmbench.errors import EngineError
+from llmbench.errors import EngineError, SpecError
 from llmbench.measure.timeline import RequestTimeline
 from llmbench.backends.call import EngineCall
 
@@ -84,6 +84,19 @@ class LlamaCppBackend(Backend):
         if device.startswith("cuda"):
             argv += ["--n_gpu_layers", "-1"]
         return ServerCommand(argv, {}, "/v1/models")
+
+    @classmethod
+    def speculation_args(cls, spec) -> list[str]:
+        """llama-cpp-python 0.3.36's server speculates by prompt lookup only
+        (LlamaPromptLookupDecoding: the last 2 tokens looked up, else the last 1; any
+        --draft_model text turns it on); it loads no draft model."""
+        if spec.method != "ngram":
+            raise SpecError([("--speculative", "llama-cpp-python's server speculates by prompt lookup "
+                                               "only (ngram:k=N); it cannot load a draft model")])
+        if (spec.ngram_min or 1) != 1 or (spec.ngram_max or 2) != 2:
+            raise SpecError([("--speculative", "llama-cpp-python's prompt lookup fixes its n-grams at "
+                                               "2 then 1 token: leave min/max out (or give min=1,max=2)")])
+        return ["--draft_model", "prompt-lookup-decoding", "--draft_model_num_pred_tokens", str(spec.k)]
 
     @classmethod
     def roofline_weights(cls, ask: RooflineAsk) -> WeightRule:

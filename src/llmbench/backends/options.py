@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer
+
+from llmbench.backends.speculation import Speculation, parse_speculation
 
 
 class EngineOptions(BaseModel):
@@ -21,3 +23,18 @@ class EngineOptions(BaseModel):
     compile: bool = False
     attn_impl: str | None = Field(None, description="sdpa|eager|flash_attention_2 ...")
     kv_cache: Literal["dynamic", "static"] | None = None
+    speculative: Speculation | None = Field(None, description="speculative decoding: "
+                                            "'ngram:k=4' | 'draft:MODEL,k=4' (backends/speculation.py)")
+
+    @field_validator("speculative", mode="before")
+    @classmethod
+    def _speculative_text(cls, v):
+        return parse_speculation(v, "options.speculative") if isinstance(v, str) else v
+
+    @model_serializer(mode="wrap")
+    def _without_unset_speculation(self, handler):
+        # no speculation leaves the dump -- and so every earlier point key -- as it was
+        out = handler(self)
+        if out.get("speculative", 0) is None:
+            del out["speculative"]
+        return out

@@ -107,7 +107,12 @@ class VllmBackend(Backend):
                   # both in tokens
                   "prefix_cache_queries": ("vllm:prefix_cache_queries_total",),
                   "prefix_cache_hits": ("vllm:prefix_cache_hits_total",),
-                  "requests_finished": ("vllm:request_success_total",)},
+                  "requests_finished": ("vllm:request_success_total",),
+                  # speculative decoding (v1/spec_decode/metrics.py): verification steps that
+                  # had a draft, tokens proposed, tokens accepted
+                  "spec_drafts": ("vllm:spec_decode_num_drafts_total",),
+                  "spec_draft_tokens": ("vllm:spec_decode_num_draft_tokens_total",),
+                  "spec_accepted_tokens": ("vllm:spec_decode_num_accepted_tokens_total",)},
         gauges={"requests_running": ("vllm:num_requests_running",),
                 "requests_waiting": ("vllm:num_requests_waiting",),
                 "kv_cache_usage": ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc")},  # 0..1
@@ -117,7 +122,7 @@ class VllmBackend(Backend):
                     "queue_s": ("vllm:request_queue_time_seconds",)})
     Options = VllmOptions
     supports = frozenset({"tensor_parallel", "pipeline_parallel", "kv_block_size", "kv_cache_dtype",
-                          "weight_quant", "compile"})
+                          "weight_quant", "compile", "speculative"})
 
     @classmethod
     def server_command(cls, model: str, port: int, device: str) -> ServerCommand:
@@ -142,6 +147,12 @@ class VllmBackend(Backend):
             if iomp.exists():
                 env["LD_PRELOAD"] = " ".join(x for x in (os.environ.get("LD_PRELOAD"), str(iomp)) if x)
         return ServerCommand(argv, env, "/health")
+
+    @classmethod
+    def speculation_args(cls, spec) -> list[str]:
+        import json
+
+        return ["--speculative-config", json.dumps(speculative_config(spec))]
 
     @classmethod
     def check(cls, call: EngineCall, model) -> list[tuple[str, str]]:
@@ -240,6 +251,8 @@ class VllmBackend(Backend):
                 kwargs[key] = value
         if o.cpu_offload_gb:
             kwargs["cpu_offload_gb"] = o.cpu_offload_gb
+        if eo.speculative is not None:
+            kwargs["speculative_config"] = speculative_config(eo.speculative)
         if o.max_num_seqs is None:  # vLLM's default (256 on CPU) unless the batch is larger
             del kwargs["max_num_seqs"]
             if self.call.batch_size > 256:
@@ -407,6 +420,22 @@ class VllmBackend(Backend):
 
     def engine_timings(self) -> dict[str, float]:
         return dict(self._last)
+
+
+def speculative_config(spec) -> dict:
+    """vLLM's `speculative_config` for a Speculation (backends/speculation.py): n-gram
+    (prompt lookup; vLLM's own window defaults unless min/max are given) or a draft model."""
+    if spec.method == "draft":
+        from llmbench.models.sources import model_path
+
+        return {"method": "draft_model", "model": str(model_path(spec.draft_model, "hf")),
+                "num_speculative_tokens": spec.k}
+    cfg = {"method": "ngram", "num_speculative_tokens": spec.k}
+    if spec.ngram_min is not None:
+        cfg["prompt_lookup_min"] = spec.ngram_min
+    if spec.ngram_max is not None:
+        cfg["prompt_lookup_max"] = spec.ngram_max
+    return cfg
 
 
 def _render(prompts: list[dict], engine) -> list:

@@ -52,6 +52,9 @@ def run(
         "(auto: dense only where the energy counter fails); recorded, not part of the point"),
     option: list[str] = typer.Option([], "--option", "-o",
                                      help="engine option KEY=V[,V..], e.g. compile=false,true"),
+    speculative: Optional[str] = typer.Option(None, "--speculative",
+                                              help="speculative decoding, swept over |: e.g. "
+                                              "'none|ngram:k=4' or draft:MODEL,k=4 (engine option)"),
     backend_option: list[str] = typer.Option([], "--backend-option", "-B",
                                              help="BACKEND.KEY=V[,V..], e.g. llamacpp.n_threads=2"),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="per-point limit, seconds"),
@@ -92,6 +95,11 @@ def run(
             ov[key] = val
     if option:
         ov["options"] = parse_assignments(option, "--option")
+    if speculative is not None:   # its own flag: its text holds the commas --option splits at
+        from llmbench.backends.speculation import parse_speculation
+
+        specs = [parse_speculation(t) for t in speculative.split("|")]
+        ov.setdefault("options", {})["speculative"] = [s.label if s else None for s in specs]
     if backend_option:
         bo: dict = {}
         for k, v in parse_assignments(backend_option, "--backend-option").items():

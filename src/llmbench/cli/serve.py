@@ -13,6 +13,7 @@ from llmbench.cli.common import console, out
 from llmbench.cli.flags import int_list, parse_list
 from llmbench.cli.tail import check_run_id, outcome, pick_point, run_points
 from llmbench.backends import launchable
+from llmbench.backends.speculation import parse_speculation
 from llmbench.errors import SpecError
 from llmbench.loadgen.patterns import PATTERNS
 from llmbench.loadgen.shapes import SHAPES
@@ -45,6 +46,9 @@ def serve(
     max_output_len: Optional[int] = typer.Option(None, "--max-output-len", help="cap on a trace request's output tokens"),
     input_len: str = typer.Option("32", "--input-len", help="N | uniform:LO:HI | normal:MEAN:STD"),
     output_len: Optional[str] = typer.Option(None, "--output-len", help="N | uniform:LO:HI | normal:MEAN:STD (default 32, or the dataset's)"),
+    prompts: str = typer.Option("text", "--prompts", help="synthetic prompts: text (windows of the bundled "
+                                "text) | copy (ask to repeat a passage: n-gram speculation finds it) | "
+                                "random (random token ids)"),
     shared_prefix: float = typer.Option(0.0, "--shared-prefix", help="fraction of each prompt shared by all (by its group)"),
     prefix_groups: int = typer.Option(1, "--prefix-groups", help="groups of prompts, each sharing its own --shared-prefix"),
     turns: int = typer.Option(1, "--turns", help="conversations: turns per session, each carrying the history (-n counts sessions)"),
@@ -73,6 +77,12 @@ def serve(
     device: Optional[str] = typer.Option(None, "--device", help="where the server computes: cpu | cuda | cuda:N (for energy)"),
     device_count: int = typer.Option(1, "--device-count", help="GPUs the server uses"),
     server_arg: list[str] = typer.Option([], "--server-arg", help="extra argument for the launched server (repeat)"),
+    speculative: Optional[str] = typer.Option(None, "--speculative", help="speculative decoding in the "
+                                              "launched server: ngram:k=4[,min=N,max=N] | draft:MODEL[,k=N] "
+                                              "(each engine says what it can do)"),
+    check_speculation: int = typer.Option(0, "--check-speculation", help="with --speculative: send the "
+                                          "first N prompts greedily to the server and to the same engine "
+                                          "without speculation, and record whether every token agrees"),
     results: Path = typer.Option(DEFAULT_RESULTS, "--results", help="results directory"),
     uvloop: bool = typer.Option(True, "--uvloop/--no-uvloop", help="use uvloop when installed"),
     workers: int = typer.Option(1, "--workers", help="client processes sharing each point's load "
@@ -108,7 +118,7 @@ def serve(
         model=model, served_model=served_model, api=api, tokenizer=tokenizer, dataset=dataset,
         input_len=LengthDist.parse(input_len, "--input-len"),
         output_len=LengthDist.parse(output_len, "--output-len") if output_len else None,
-        shared_prefix=shared_prefix, prefix_groups=prefix_groups, turns=turns,
+        prompts=prompts, shared_prefix=shared_prefix, prefix_groups=prefix_groups, turns=turns,
         think_time_s=think_time,
         concurrency=int_list(concurrency, "--concurrency", at_least_one=True) if concurrency else [],
         rate=_rates(rate) if rate else [],
@@ -133,7 +143,8 @@ def serve(
     url = normalize_url(url) if url is not None else None
     target = ServeTarget(url=url, launch=launch, device_count=device_count,
                          device=device or (server_device(url) if url and not launch else "cpu"),
-                         server_args=tuple(server_arg) if launch else ())
+                         server_args=tuple(server_arg) if launch else (),
+                         speculative=parse_speculation(speculative), check_speculation=check_speculation)
     points = pick_point(serve_points(cfg, target), point)
     if list_points:  # a dry run: the checks above, then the levels (tab-separated for scripts)
         for i, p in enumerate(points, start=point or 0):

@@ -29,7 +29,9 @@ from llmbench.loadgen.prometheus import Sample, parse_small
 
 # llmbench's server metrics; each engine's names for them are its own (backends/, `prometheus`)
 COUNTERS = ("prompt_tokens", "generation_tokens", "preemptions", "prefix_cache_queries",
-            "prefix_cache_hits", "requests_finished")
+            "prefix_cache_hits", "requests_finished",
+            # speculative decoding: steps with a draft, tokens proposed, tokens accepted
+            "spec_drafts", "spec_draft_tokens", "spec_accepted_tokens")
 GAUGES = ("requests_running", "requests_waiting", "kv_cache_usage")   # kv_cache_usage: 0..1
 HISTOGRAMS = ("ttft_s", "itl_s", "e2e_s", "queue_s")
 

@@ -76,6 +76,9 @@ class ServeConfig(Strict):
     max_output_len: int | None = Field(None, ge=1)
     input_len: LengthDist = LengthDist(a=32)
     output_len: LengthDist | None = None       # None: 32, or the dataset's own lengths
+    # synthetic prompts: windows of the bundled text, or ones that ask to repeat a passage
+    # (copy: n-gram speculation has something to find), or random token ids (nothing to find)
+    prompts: Literal["text", "copy", "random"] = "text"
     shared_prefix: float = Field(0.0, ge=0.0, lt=1.0)
     prefix_groups: int = Field(1, ge=1)         # groups each sharing its own prefix
     turns: int = Field(1, ge=1)                 # > 1: conversations of this many turns
@@ -118,6 +121,13 @@ class ServeConfig(Strict):
         if self.max_concurrency is not None and self.concurrency and self.rate:
             raise SpecError([("--max-concurrency", "with --rate, give the cap by --concurrency or "
                                                    "--max-concurrency, not both")])
+        if self.prompts != "text":
+            clash = [flag for flag, v in (("--dataset", self.dataset), ("--trace", self.trace),
+                                          ("--shared-prefix", self.shared_prefix), ("--turns", self.turns > 1))
+                     if v]
+            if clash:
+                raise SpecError([("--prompts", f"{self.prompts} prompts are synthetic, one turn each: "
+                                               f"drop {', '.join(clash)}")])
         if self.turns > 1 and (self.rate or self.duration_s):
             raise SpecError([("--turns", "conversations (--turns) run closed-loop sessions: give "
                               "--concurrency and --num-prompts (sessions), not --rate/--duration")])

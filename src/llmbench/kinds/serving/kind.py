@@ -23,12 +23,14 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pydantic import ConfigDict, model_validator
+from pydantic import ConfigDict, Field, model_validator
 
+from llmbench.backends.speculation import Speculation
 from llmbench.errors import SpecError
 
 from llmbench.kinds.base import Frozen, point_key
 from llmbench.kinds.serving.config import ServeConfig
+from llmbench.kinds.serving.speculation import attach_check
 from llmbench.launch.failures import describe
 from llmbench.launch.kind import PointKind
 from llmbench.loadgen.preflight import safe_url
@@ -44,17 +46,41 @@ class ServeTarget(Frozen):
     device: str = "unknown"          # where the server computes (for hardware and energy)
     device_count: int = 1
     server_args: tuple[str, ...] = ()
+    speculative: Speculation | None = None   # a launched server's speculative decoding
+    # prompts sent greedily to it and to the same engine without speculation before the levels
+    # (kinds/serving/speculation.py); what is recorded, not what is measured: not in the key
+    check_speculation: int = Field(0, ge=0)
 
     @model_validator(mode="after")
     def _one_server(self) -> ServeTarget:
         if (self.url is None) == (self.launch is None):
             raise SpecError([("URL / --launch", "give a server URL or --launch ENGINE (exactly one)")])
+        if self.speculative is not None:
+            if not self.launch:
+                raise SpecError([("--speculative", "turns speculation on in a server llmbench launches "
+                                                   "(--launch); a server at a URL runs as it was started")])
+        elif self.check_speculation:
+            raise SpecError([("--check-speculation", "compares a server with speculation (--speculative) "
+                                                     "against one without: give --speculative")])
+        if self.speculative is not None:
+            from llmbench.launch.servers import server_engine
+
+            server_engine(self.launch).speculation_args(self.speculative)  # refused now: exit 2
         return self
 
     def identity(self) -> dict:
         if self.launch:
-            return {"launch": self.launch, "device": self.device, "server_args": list(self.server_args)}
+            spec = {"speculative": self.speculative.model_dump(mode="json")} if self.speculative else {}
+            return {"launch": self.launch, "device": self.device, "server_args": list(self.server_args),
+                    **spec}
         return {"url": self.url}
+
+    def launch_args(self) -> list[str]:
+        """The launched server's extra arguments: --server-arg's, then its speculation's."""
+        from llmbench.launch.servers import server_engine
+
+        spec = server_engine(self.launch).speculation_args(self.speculative) if self.speculative else []
+        return [*self.server_args, *spec]
 
 
 class ServePoint(Frozen):
@@ -75,11 +101,12 @@ class ServePoint(Frozen):
         # nor where the client ran, unless on Ray: the keys of local points stay what they were;
         # nor how the power was sampled: the record's `observers` say)
         # nor the load pattern when the flags imply it (named, it and its options are the point's)
-        # nor the request shape when it is plain text
+        # nor the request shape when it is plain text, nor the prompts when the text's windows
         skip = {"use_uvloop", "metrics_interval_s", "warmup_requests", "power_sampling"} | \
             ({"executor"} if self.cfg.executor == "local" else set()) | \
             ({"pattern", "pattern_options"} if self.cfg.pattern is None else set()) | \
-            ({"shape", "shape_options"} if self.cfg.shape == "text" else set())
+            ({"shape", "shape_options"} if self.cfg.shape == "text" else set()) | \
+            ({"prompts"} if self.cfg.prompts == "text" else set())
         cfg = self.cfg.model_dump(mode="json", exclude=skip)
         return point_key([self.target.identity(), cfg, self.index, self.search])
 
@@ -140,6 +167,7 @@ class ServingKind(PointKind):
         say("load", first, 0)
         with self._server(first) as target:
             session = ServingSession(first.cfg, target, (ctx or {}).get(first.target), self.progress)
+            check = self._check_speculation(first, session) if first.target.check_speculation else None
             for p in group:
                 say("start", p, 0)
                 try:
@@ -155,7 +183,25 @@ class ServingKind(PointKind):
                     sch, mine = session.level_plan(p.index) if not p.search else (None, None)
                     rec = session.record(p.key, run_id, sch, mine) if sch else self.base_record(p, run_id)
                     rec.status, rec.error = "failed", describe(e)
+                if check is not None:
+                    attach_check(rec, check)
                 yield p, rec
+
+    def _check_speculation(self, p: ServePoint, session) -> dict:
+        """The first --check-speculation prompts of the sweep, greedy, against the launched
+        server and against the same engine started without speculation (stopped again before
+        the levels run)."""
+        from llmbench.kinds.serving.speculation import check_greedy
+        from llmbench.launch.servers import launched
+
+        t = p.target
+        prompts = [(s.full_prompt(), s.output_len) for s in session.specs[:t.check_speculation]]
+        if self.progress:
+            self.progress(f"speculation check: {len(prompts)} prompts, greedy, with and without "
+                          f"{t.speculative.label}")
+        with launched(t.launch, p.cfg.model, device=t.device, extra_args=list(t.server_args)) as ref:
+            return check_greedy(ref.url, session.url, session.served, prompts, api_key=self.api_key,
+                                tokenize=session.tok.encode)
 
     @contextmanager
     def _server(self, p: ServePoint):
@@ -170,11 +216,12 @@ class ServingKind(PointKind):
             return
         from llmbench.launch.servers import launched
 
-        with launched(t.launch, p.cfg.model, device=t.device, extra_args=list(t.server_args)) as srv:
+        spec = {"speculative": t.speculative.model_dump(mode="json")} if t.speculative else {}
+        with launched(t.launch, p.cfg.model, device=t.device, extra_args=t.launch_args()) as srv:
             if self.on_launch:
                 self.on_launch(t.launch, srv)
             yield Target(url=srv.url, backend=t.launch, backend_version=srv.version,
-                         backend_options={**srv.options, "startup_s": round(srv.startup_s, 2)},
+                         backend_options={**srv.options, "startup_s": round(srv.startup_s, 2), **spec},
                          device=t.device, device_count=t.device_count, api_key=self.api_key,
                          server_pid=srv.pid)
 

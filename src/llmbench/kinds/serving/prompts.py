@@ -145,3 +145,56 @@ def trace_prompts(tok: Tokenizer, reqs: list, block_tokens: int | None, seed: in
         text, actual = exact_text(tok, ids, lambda k, s=s, n=n, want=want: window(s + want - n, k))
         out.append(RequestSpec(text, actual, r.output_len))
     return out
+
+
+# -- prompts for speculative decoding (--prompts copy | random) --------------------------------
+COPY_HEAD = "Repeat the following text exactly, word for word.\n\nText: "
+COPY_TAIL = "\n\nThe same text, repeated exactly: "
+
+
+def copy_prompts(tok: Tokenizer, n: int, input_len: LengthDist, output_len: LengthDist,
+                 seed: int) -> list[RequestSpec]:
+    """Prompts that ask the model to repeat a passage of the bundled text (each its own
+    window): what the answer should say is already in the prompt, so n-gram (prompt-lookup)
+    speculation has something to find. The passage fills the prompt to its asked length
+    (instruction and passage together, counted as the server counts them)."""
+    from llmbench.data import bundled_text
+
+    corpus = token_corpus(tok, bundled_text())
+    m = len(corpus)
+    rng = random.Random(f"serving/copy/{seed}")
+    frame = tok.count_prompt(COPY_HEAD + COPY_TAIL)
+    out = []
+    for _ in range(n):
+        want, s = input_len.sample(rng), rng.randrange(m)
+        k = max(1, want - frame)
+        for _ in range(8):   # the passage's words merge with the frame's: fit by its count
+            text = COPY_HEAD + tok.decode([corpus[(s + i) % m] for i in range(k)]).strip() + COPY_TAIL
+            got = tok.count_prompt(text)
+            if got == want or k + want - got < 1:
+                break
+            k += want - got
+        out.append(RequestSpec(text, got, output_len.sample(rng)))
+    return out
+
+
+def random_id_prompts(tok: Tokenizer, n: int, input_len: LengthDist, output_len: LengthDist,
+                      seed: int) -> list[RequestSpec]:
+    """Prompts of random token ids (ids that stay one token when decoded alone): text with
+    nothing for a model to repeat, the opposite of copy_prompts."""
+    rng = random.Random(f"serving/random/{seed}")
+    hi = max(101, tok.vocab_size - 100)
+
+    def draw(k: int) -> list[int]:
+        ids: list[int] = []
+        while len(ids) < k:
+            i = rng.randrange(100, hi)
+            if tok.encode(tok.decode([i])) == [i]:
+                ids.append(i)
+        return ids
+
+    out = []
+    for _ in range(n):
+        text, actual = exact_text(tok, draw(text_len(tok, input_len.sample(rng))), draw)
+        out.append(RequestSpec(text, actual, output_len.sample(rng)))
+    return out

@@ -29,6 +29,7 @@ from llmbench.loadgen.schedule import Schedule
 from llmbench.measure.redact import redact_args
 from llmbench.kinds.serving.prompts import sharegpt_prompts, synthetic_prompts
 from llmbench.kinds.serving.config import LengthDist, ServeConfig
+from llmbench.kinds.serving.speculation import speculation_view
 from llmbench.kinds.serving.summary import by_turn, server_view, slo_met_fraction, summarize_point
 from llmbench.kinds.serving.tokenizer import load_tokenizer
 
@@ -288,6 +289,7 @@ def _measure(cfg: ServeConfig, target: Target, url: str, served: str, sch: Sched
     server_view(scraper.summary(res.t_start) if scraper else
                 {"available": False, "reason": "not asked (--no-server-metrics)"},
                 metrics, serving, notes)
+    speculation_view(outcomes, serving["server_metrics"], metrics, serving, notes)
     return res, metrics, serving, notes
 
 
@@ -357,6 +359,11 @@ def _load_plan(cfg: ServeConfig, tok) -> tuple[list[Schedule], list[int], list[R
     notes0: list[str] = []
     if cfg.dataset:
         specs, notes0 = sharegpt_prompts(cfg.dataset, tok, pool_n, cfg.output_len, cfg.seed)
+    elif cfg.prompts != "text":
+        from llmbench.kinds.serving.prompts import copy_prompts, random_id_prompts
+
+        make = copy_prompts if cfg.prompts == "copy" else random_id_prompts
+        specs = make(tok, pool_n, cfg.input_len, cfg.output_len or LengthDist(a=32), cfg.seed)
     else:
         specs = synthetic_prompts(tok, pool_n, cfg.input_len, cfg.output_len or LengthDist(a=32),
                                   cfg.shared_prefix, cfg.seed, groups=cfg.prefix_groups)
@@ -433,6 +440,8 @@ def _workload(cfg: ServeConfig, sch: Schedule, specs: list[RequestSpec], request
     # only when used: the point key of an ordinary point stays what it was
     if cfg.prefix_groups > 1:
         w["prefix_groups"] = cfg.prefix_groups
+    if cfg.prompts != "text":
+        w["prompts"] = cfg.prompts
     if cfg.workers > 1:
         w["client_workers"] = cfg.workers
     if cfg.executor != "local":
