@@ -110,12 +110,36 @@ def compare_greedy(reference: Sequence[Sequence[int]], speculative: Sequence[Seq
             "match_fraction": matched / total if total else None, "first_divergence": first}
 
 
+def top2_margin(url: str, model: str, prompt: str, position: int, *, api_key: str | None = None,
+                timeout_s: float = 300.0) -> float | None:
+    """The reference's log-probability gap between its two likeliest tokens at `position` of
+    its greedy answer (None where the server gives no top-2 log-probabilities): a gap near
+    zero is a near tie, which another computation order (batched verification) may flip."""
+    body = {"model": model, "prompt": prompt, "max_tokens": position + 1, "temperature": 0.0,
+            "stream": False, "ignore_eos": True, "logprobs": 2}
+    headers = {"Content-Type": "application/json", **({"Authorization": f"Bearer {api_key}"} if api_key else {})}
+    req = urllib.request.Request(f"{url}/v1/completions", json.dumps(body).encode(), headers)
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as r:
+            top = json.loads(r.read())["choices"][0]["logprobs"]["top_logprobs"][position]
+    except (OSError, ValueError, KeyError, IndexError, TypeError):
+        return None
+    best = sorted(top.values(), reverse=True)
+    return best[0] - best[1] if len(best) >= 2 else None
+
+
 def check_greedy(reference_url: str, speculative_url: str, model: str, prompts: Sequence[tuple[str, int]],
                  *, api_key: str | None = None, tokenize: Callable[[str], list[int]] | None = None) -> dict:
-    """Send each (prompt, output_len) greedily to both servers and compare the tokens."""
+    """Send each (prompt, output_len) greedily to both servers and compare the tokens; where
+    they differ, the reference's top-2 margin at the first divergence says whether it was a
+    near tie."""
     ref = [greedy_tokens(reference_url, model, p, n, api_key=api_key, tokenize=tokenize) for p, n in prompts]
     got = [greedy_tokens(speculative_url, model, p, n, api_key=api_key, tokenize=tokenize) for p, n in prompts]
-    return compare_greedy(ref, got)
+    out = compare_greedy(ref, got)
+    out["top2_logprob_margin_at_divergence"] = [
+        None if d is None else top2_margin(reference_url, model, p, d, api_key=api_key)
+        for d, (p, _) in zip(out["first_divergence"], prompts)]
+    return out
 
 
 def attach_check(rec, check: dict) -> None:
@@ -128,5 +152,8 @@ def attach_check(rec, check: dict) -> None:
     rec.metrics["spec_greedy_match_fraction"] = summarize([check["match_fraction"]], "fraction",
                                                           keep_samples=False)
     if check["identical"] < check["prompts"]:
+        margins = [m for m in check.get("top2_logprob_margin_at_divergence", []) if m is not None]
         rec.notes.append(f"speculation changed the greedy answer of {check['prompts'] - check['identical']} "
-                         f"of {check['prompts']} prompts (first divergences {check['first_divergence']})")
+                         f"of {check['prompts']} prompts (first divergences {check['first_divergence']}"
+                         + (f"; the reference's top-2 log-prob margin there {', '.join(f'{m:.2g}' for m in margins)}"
+                            if margins else "") + ")")
