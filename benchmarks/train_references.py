@@ -8,9 +8,10 @@ of llmbench's code.
         [--compile] [--repeats 3] [--steps 20] [--warmup 5] [--device cuda]
 
 Like with like (benchmarks/crosscheck_stats.py): the same model shape (torchtitan's model is
-built from llmbench's catalog: benchmarks/torchtitan_llama.py; the parameter counts are checked
-equal before timing), batch, sequence length, precision (bf16 autocast-free weights in bf16 on
-CUDA, fp32 on the CPU), AdamW, full-logit cross-entropy, the same warm-up steps left out of each
+built from llmbench's catalog: benchmarks/torchtitan_llama.py; the parameter counts agree:
+tests/benchmarks/test_train_references.py), batch, sequence length, precision (fp32 master
+weights computing under bf16 autocast on CUDA, as llmbench's loop, torchtitan on one device and
+nanoGPT do; fp32 on the CPU), AdamW, full-logit cross-entropy, the same warm-up steps left out of each
 side's figure, and rounds whose order alternates (the reference first in odd rounds). Each side's
 figure per round is the median tokens/s of its timed steps; the ratio is llmbench / reference as
 a throughput (> 1 = llmbench faster), its interval the Student-t interval of the per-round ratios
@@ -159,7 +160,6 @@ def nanogpt_tokens_per_s(a) -> float:
     L, h, nh = a.layers or arch.layers, arch.hidden, arch.heads
     vocab = 64 * math.ceil(arch.vocab / 64)
     dev = torch.device(a.device)
-    dtype = torch.bfloat16 if dev.type == "cuda" else torch.float32
 
     class Layer(nn.Module):
         def __init__(self):
@@ -192,7 +192,7 @@ def nanogpt_tokens_per_s(a) -> float:
             return F.cross_entropy(logits.float().view(-1, vocab), targets.view(-1))
 
     torch.manual_seed(a.seed)
-    net = Net().to(dev, dtype)
+    net = Net().to(dev)            # fp32 master weights; bf16 autocast on CUDA (nanoGPT's way)
     if a.compile:
         for blk in net.h:
             blk.compile()
@@ -204,7 +204,9 @@ def nanogpt_tokens_per_s(a) -> float:
     for step in range(1, a.warmup + a.steps + 1):
         sync()
         t0 = time.perf_counter()
-        net(x, y).backward()
+        with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=dev.type == "cuda"):
+            loss = net(x, y)
+        loss.backward()
         opt.step()
         opt.zero_grad(set_to_none=True)
         sync()

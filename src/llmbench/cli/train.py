@@ -51,6 +51,8 @@ def train(
     attn_backend: Optional[str] = typer.Option(None, "--attn-backend", help="auto|flash|cudnn|efficient|math (list)"),
     compile_mode: Optional[str] = typer.Option(
         None, "--compile-mode", help="with --compile true: default|max-autotune-no-cudagraphs|max-autotune|reduce-overhead (list)"),
+    compile_scope: Optional[str] = typer.Option(
+        None, "--compile-scope", help="with --compile true: layers (one graph per layer) | model (one graph) (list)"),
     optimizer: Optional[str] = typer.Option(None, "--optimizer", help="language models AdamW: fused|foreach|for-loop (list)"),
     loss: Optional[str] = typer.Option(None, "--loss", help="language models loss: full|chunked logits (list)"),
     head_pad: Optional[str] = typer.Option(None, "--head-pad", help="pad attention heads to a multiple of 8 for fused kernels: true,false (list)"),
@@ -85,7 +87,8 @@ def train(
             ("activation_checkpointing", activation_checkpointing, bool), ("hidden", hidden, int),
             ("heads", heads, int), ("kv_heads", kv_heads, int), ("layers", layers, int),
             ("style", style, str), ("mode", mode, str), ("attn_backend", attn_backend, str),
-            ("compile_mode", compile_mode, str), ("optimizer", optimizer, str), ("loss", loss, str),
+            ("compile_mode", compile_mode, str), ("compile_scope", compile_scope, str),
+            ("optimizer", optimizer, str), ("loss", loss, str),
             ("head_pad", head_pad, bool)):
         if text is not None:
             axes[name] = _values(text, kind, "--" + name.replace("_", "-"))

@@ -111,6 +111,30 @@ def test_compile_on_cpu(tmp_path):
     assert "compile_time_s" in rec.metrics
 
 
+@pytest.mark.slow
+def test_whole_model_compile_trains_the_same(tmp_path):
+    """compile_scope=model compiles one graph of the whole forward; the training it does is the
+    uncompiled one's (fp32 on the CPU), and the record names the scope."""
+    base = dict(**TINY["gpt2"], steps=2, warmup=1)
+    plain, whole = run_points([TrainPoint(**base), TrainPoint(**base, compile=True, compile_scope="model")],
+                              tmp_path)
+    assert plain.status == whole.status == "ok", (plain.error, whole.error)
+    assert whole.metric("loss_last") == pytest.approx(plain.metric("loss_last"), rel=1e-4)
+    assert whole.workload["compile_scope"] == "model" and "compile_scope" not in plain.workload
+    assert whole.backend.options["compile_scope"] == "model"
+
+
+def test_the_default_compile_scope_keeps_the_point_key():
+    from llmbench.kinds.base import point_key
+
+    p = TrainPoint(**TINY["gpt2"], compile=True)
+    before = point_key(p.model_dump(mode="json", exclude={"timeout_s", "compile_scope"}))
+    assert p.key == before                     # the key of a point measured before the lever
+    assert TrainPoint(**TINY["gpt2"], compile=True, compile_scope="model").key != before
+    with pytest.raises(ValueError, match="needs compile=true"):
+        TrainPoint(**TINY["gpt2"], compile_scope="model")
+
+
 def test_levers_change_speed_not_the_training(tmp_path):
     """Each lever is the same computation done another way: on the CPU in fp32 the losses
     after the same steps agree, and each record names the lever it ran."""

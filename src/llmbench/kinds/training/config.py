@@ -22,6 +22,7 @@ AttnBackend = Literal["auto", "flash", "cudnn", "efficient", "math"]
 Optimizer = Literal["fused", "foreach", "for-loop"]
 Loss = Literal["full", "chunked"]
 CompileMode = Literal["default", "max-autotune-no-cudagraphs", "max-autotune", "reduce-overhead"]
+CompileScope = Literal["layers", "model"]
 
 # The language models' defaults: the levers that measured best on an H200 (docs/training.md,
 # "Levers on and off"); each falls back where a device lacks it (loop.py says so in the record).
@@ -63,6 +64,8 @@ class TrainPoint(Strict):
     compile_mode: CompileMode = Field("default", description="torch.compile mode (with compile): "
                                       "max-autotune* tune the kernels; reduce-overhead and "
                                       "max-autotune replay CUDA graphs")
+    compile_scope: CompileScope = Field("layers", description="torch.compile one graph per layer (and "
+                                        "the head's parts), or the whole model as one graph")
     optimizer: Optimizer | None = Field(None, description="the language models: AdamW's implementation "
                                         f"(default {DEFAULT_OPTIMIZER}); the block has none")
     loss: Loss | None = Field(None, description="the language models: full logits, or chunked (the logits "
@@ -102,6 +105,8 @@ class TrainPoint(Strict):
             self.loss = self.loss or DEFAULT_LOSS
         if self.compile_mode != "default" and not self.compile:
             raise ValueError(f"compile_mode {self.compile_mode!r} needs compile=true")
+        if self.compile_scope != "layers" and not self.compile:
+            raise ValueError(f"compile_scope {self.compile_scope!r} needs compile=true")
         if self.device != "cpu" and not (self.device == "cuda" or self.device.startswith("cuda:")):
             raise ValueError("device must be 'cpu', 'cuda' or 'cuda:N'")
         if self.precision is None:
@@ -114,17 +119,20 @@ class TrainPoint(Strict):
 
     @property
     def key(self) -> str:
-        return point_key(self.model_dump(mode="json", exclude={"timeout_s"}))
+        # the default compile scope is not in the key: points measured before it existed keep theirs
+        skip = {"timeout_s"} | ({"compile_scope"} if self.compile_scope == "layers" else set())
+        return point_key(self.model_dump(mode="json", exclude=skip))
 
     def baseline_key(self, drop: tuple[str, ...]) -> str:
         """Identity of the point with the `drop` fields ignored (for speed-up/scaling baselines)."""
-        d = self.model_dump(mode="json", exclude=set(drop) | {"steps", "warmup", "seed", "timeout_s"})
+        d = self.model_dump(mode="json", exclude=set(drop) | {"steps", "warmup", "seed", "timeout_s"}
+                            | ({"compile_scope"} if self.compile_scope == "layers" else set()))
         return json.dumps(d, sort_keys=True)
 
 
 _LIST_FIELDS = ("workload", "size", "hidden", "heads", "kv_heads", "layers", "style", "mode",
                 "seq_len", "micro_batch", "grad_accum", "nproc", "parallel", "precision",
-                "sparsity", "compile", "activation_checkpointing", "attn_backend", "compile_mode",
+                "sparsity", "compile", "activation_checkpointing", "attn_backend", "compile_mode", "compile_scope",
                 "optimizer", "loss", "head_pad")
 
 

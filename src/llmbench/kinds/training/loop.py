@@ -124,10 +124,15 @@ def run(p: TrainPoint, around_steps=contextlib.nullcontext) -> dict[str, Any]:
 
         torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 64)
         kw = {"dynamic": False, **({"mode": p.compile_mode} if p.compile_mode != "default" else {})}
-        for b in blocks:
-            b.compile(**kw)
-        if hasattr(model, "head"):
-            model.head.compile_parts(**kw)
+        if p.compile_scope == "model":
+            # one graph for the whole forward: fusions across layer boundaries (the residual add
+            # into the next norm), at the price of compiling every layer apart
+            model.compile(**kw)
+        else:
+            for b in blocks:
+                b.compile(**kw)
+            if hasattr(model, "head"):
+                model.head.compile_parts(**kw)
         if p.compile_mode in CUDA_GRAPH_MODES and device.type != "cuda":
             notes.append(f"compile_mode {p.compile_mode}: CUDA graphs need a CUDA device; "
                          "inductor runs the graphs without them here")

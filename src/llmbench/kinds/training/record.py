@@ -39,6 +39,7 @@ def workload_fields(p: TrainPoint, r: dict[str, Any] | None = None) -> dict[str,
         "activation_checkpointing": p.activation_checkpointing, "attn_backend": p.attn_backend,
         "compile_mode": p.compile_mode, "optimizer": p.optimizer, "loss": p.loss,
         "head_pad": p.head_pad,
+        **({"compile_scope": p.compile_scope} if p.compile_scope != "layers" else {}),
         "learnable": p.learnable, "steps": p.steps, "warmups": p.warmup,
         "hidden": p.hidden, "heads": p.heads, "layers": p.layers, "kv_heads": p.kv_heads,
         "batch_size": p.micro_batch * p.grad_accum * p.nproc,
@@ -109,6 +110,7 @@ def fill(rec: Record, p: TrainPoint, r: dict[str, Any], torch_version: str | Non
     rec.backend = BackendInfo(
         name="pytorch", version=torch_version,
         options={"compile": p.compile, "compile_mode": p.compile_mode if p.compile else None,
+                 "compile_scope": p.compile_scope if p.compile else None,
                  "parallel": r["parallel"], "loss": p.loss, "head_pad": p.head_pad,
                  "optimizer": f"AdamW ({r['optimizer']})" if r.get("optimizer") else None,
                  "autocast": p.precision in ("bf16", "fp8") and p.workload != "block"})
