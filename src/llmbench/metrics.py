@@ -217,6 +217,9 @@ CATALOG: dict[str, Metric] = {m.name: m for m in (
        "resident warps as a share of the maximum"),
     _M("gpu_tensor_util_pct", "%", "Tensor-core utilisation, NVML GPM (%)", "tensor %", "none",
        "the share of time the tensor cores were busy"),
+    # -- judged request shapes (loadgen/shapes/structured.py, tools.py; issue 40 item 2)
+    _M("valid_fraction", "fraction", "Valid answers (fraction)", "valid", "higher",
+       "answered requests whose answer the shape's judge accepts / answered requests"),
 )}
 
 # What a table shows first for each record kind (the report's kind tables, `llmbench results`),
