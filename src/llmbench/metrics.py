@@ -217,7 +217,21 @@ CATALOG: dict[str, Metric] = {m.name: m for m in (
        "resident warps as a share of the maximum"),
     _M("gpu_tensor_util_pct", "%", "Tensor-core utilisation, NVML GPM (%)", "tensor %", "none",
        "the share of time the tensor cores were busy"),
+    # -- pooling requests (loadgen/shapes/pooled.py: embeddings, rerank): an answer of vectors or
+    # scores generates no token; its latency is e2e_s and its throughput counts inputs
+    _M("input_throughput_inputs_s", "inputs/s", "Input throughput (inputs/s)", "inputs/s", "higher",
+       "inputs (embedded texts, or scored documents) of the requests answered inside the window "
+       "/ window length"),
+    _M("input_throughput_tok_s", "tok/s", "Input token throughput (tok/s)", "in tok/s", "higher",
+       "the server's usage.prompt_tokens (else the tokenizer's) of the requests answered inside "
+       "the window / window length"),
 )}
+# What a table shows first for a record of a request shape whose answers are not generated
+# text (workload.request_shape): its own headline in place of the kind's.
+SHAPE_SHOWN_FIRST: dict[str, tuple[str, ...]] = {
+    shape: ("request_throughput_req_s_mean", "input_throughput_inputs_s_mean",
+            "input_throughput_tok_s_mean", "e2e_s_p50", "e2e_s_p90", "e2e_s_p99")
+    for shape in ("embeddings", "rerank")}
 
 # What a table shows first for each record kind (the report's kind tables, `llmbench results`),
 # as flat columns, the most telling first: a narrow terminal keeps the left ones.

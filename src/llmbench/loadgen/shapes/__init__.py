@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 DEFAULT = "text"
 SHAPES: dict[str, str] = {   # name -> "module:class"
     "text": "llmbench.loadgen.shapes.text:Text",
+    "embeddings": "llmbench.loadgen.shapes.embeddings:Embeddings",
+    "rerank": "llmbench.loadgen.shapes.rerank:Rerank",
 }
 
 
