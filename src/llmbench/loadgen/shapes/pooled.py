@@ -38,6 +38,7 @@ class PooledShape(RequestShape):
     apis = ("completions",)     # the default --api; the shape posts to its own endpoint
     forces_output = False
     judged = True
+    pooling = True
 
     @property
     def texts_per_request(self) -> int:
