@@ -93,7 +93,7 @@ def test_llamacpp_embedding_mode_counts_the_tokenizers_tokens(tmp_path, capsys):
     p = rec.serving["token_parity"]
     assert p["prompt_tokens_asked"] == 3 * 2 * 24 and p["prompt_tokens_usage"] == 3 * 2 * 24
     assert rec.serving["validity"]["invalid_by_cause"] == {"not_pooled": 3}
-    assert "ttft_s" not in rec.metrics and rec.metrics["input_throughput_inputs_s"].mean > 0
+    assert "ttft_s" not in rec.metrics and rec.metrics["input_throughput_inputs_per_s"].mean > 0
 
 
 @pytest.mark.engine

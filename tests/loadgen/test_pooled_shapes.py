@@ -57,7 +57,7 @@ def test_embeddings_point_counts_inputs_and_the_servers_tokens(tmp_path, capsys)
         assert undefined not in m and f"all_{undefined}" not in m
     span = m["duration_s"].mean
     assert m["requests_completed"].mean == 6
-    assert m["input_throughput_inputs_s"].mean == pytest.approx(18 / span)
+    assert m["input_throughput_inputs_per_s"].mean == pytest.approx(18 / span)
     assert m["input_throughput_tok_s"].mean == pytest.approx(sum(reported) / span)
     assert m["e2e_s"].n == 6 and m["e2e_s"].min >= 0.05        # one answer after the delay
     p = rec.serving["token_parity"]
@@ -69,6 +69,13 @@ def test_embeddings_point_counts_inputs_and_the_servers_tokens(tmp_path, capsys)
     assert rec.serving["validity"]["invalid_by_cause"] == {"not_finite": 1}   # request 4 of 6
     assert rec.workload["request_shape"] == "embeddings"
     assert not any("fewer tokens than asked" in n or "output token counts" in n for n in rec.notes)
+    # the results table shows the shape's headline, not generation's
+    from llmbench.cli import main
+
+    capsys.readouterr()
+    main(["results", "--results", str(tmp_path)])
+    table = capsys.readouterr().out
+    assert "inputs/s" in table and "in tok/s" in table and "TTFT" not in table
 
 
 @needs_tok
@@ -83,7 +90,7 @@ def test_rerank_sends_a_query_and_documents_and_counts_documents(route, path, tm
     docs = [b["documents"] if route == "rerank" else b["text_2"] for b in bodies]
     assert all(len(d) == 4 for d in docs)
     m = rec.metrics
-    assert m["input_throughput_inputs_s"].mean == pytest.approx(6 * 4 / m["duration_s"].mean)
+    assert m["input_throughput_inputs_per_s"].mean == pytest.approx(6 * 4 / m["duration_s"].mean)
     assert rec.serving["token_parity"]["prompt_tokens_usage_ratio"] == 1.0   # query + 4 documents
     assert rec.serving["validity"]["valid_fraction"] == 1.0
     assert "ttft_s" not in m

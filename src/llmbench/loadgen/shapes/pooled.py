@@ -150,14 +150,18 @@ def summarize_pooled(outcomes: list[Outcome], metrics: dict, serving: dict,
         return
     t_start = min(o.timeline.t_ref for o in outcomes)
     w = serving["window_s"]
-    for prefix, (a, b) in (("", (w["steady_start"], w["steady_end"])), ("all_", (0.0, w["end"]))):
+    def rates(a: float, b: float) -> tuple:
         t0, t1 = t_start + a, t_start + b
         done = [tl for tl in ok if t0 <= tl.t_last <= t1]
         span = max(t1 - t0, 1e-9)
-        metrics[f"{prefix}input_throughput_inputs_s"] = summarize(
-            [len(done) * inputs_per_request / span], "inputs/s", keep_samples=False)
-        metrics[f"{prefix}input_throughput_tok_s"] = summarize(
-            [sum(tl.prompt_tokens or 0 for tl in done) / span], "tok/s", keep_samples=False)
+        return (summarize([len(done) * inputs_per_request / span], "inputs/s", keep_samples=False),
+                summarize([sum(tl.prompt_tokens or 0 for tl in done) / span], "tok/s",
+                          keep_samples=False))
+
+    metrics["input_throughput_inputs_per_s"], metrics["input_throughput_tok_s"] = \
+        rates(w["steady_start"], w["steady_end"])
+    metrics["all_input_throughput_inputs_per_s"], metrics["all_input_throughput_tok_s"] = \
+        rates(0.0, w["end"])
     serving["pooled"] = {"inputs_per_request": inputs_per_request,
                          "inputs": len(ok) * inputs_per_request,
                          "input_tokens": sum(tl.prompt_tokens or 0 for tl in ok)}
