@@ -46,14 +46,16 @@ def test_the_embedding_mode_is_each_engines_own_flag(catalog_model):
         backends.engine_class("sglang").server_command("smollm2-135m", 1, "cpu", on)
 
 
-def test_the_embedding_mode_stays_out_of_offline_keys_and_runs():
+def test_the_embedding_mode_stays_out_of_offline_keys_and_offline_points_refuse_it():
+    from types import SimpleNamespace
+
+    from llmbench.backends.base import Backend
     from llmbench.backends.llamacpp import LlamaCppBackend
 
     assert "embedding" not in EngineOptions(embedding=True).model_dump()   # point keys unchanged
-    call = type("Call", (), {"options": EngineOptions(embedding=True), "workload": "offline"})()
-    from llmbench.backends.base import Backend
-
-    assert ("options.embedding" in dict(Backend.check.__func__(LlamaCppBackend, call, None)))
+    call = SimpleNamespace(options=EngineOptions(embedding=True), workload="offline")
+    # the shared rule: an option no backend `supports` is refused for an offline point
+    assert "options.embedding" in dict(Backend.check.__func__(LlamaCppBackend, call, None))
 
 
 def _post(url: str, path: str, body: dict) -> dict:
