@@ -220,7 +220,21 @@ CATALOG: dict[str, Metric] = {m.name: m for m in (
     # -- judged request shapes (loadgen/shapes/structured.py, tools.py; issue 40 item 2)
     _M("valid_fraction", "fraction", "Valid answers (fraction)", "valid", "higher",
        "answered requests whose answer the shape's judge accepts / answered requests"),
+    # -- pooling requests (loadgen/shapes/pooled.py: embeddings, rerank): an answer of vectors or
+    # scores generates no token; its latency is e2e_s and its throughput counts inputs
+    _M("input_throughput_inputs_per_s", "inputs/s", "Input throughput (inputs/s)", "inputs/s", "higher",
+       "inputs (embedded texts, or scored documents) of the requests answered inside the window "
+       "/ window length"),
+    _M("input_throughput_tok_s", "tok/s", "Input token throughput (tok/s)", "in tok/s", "higher",
+       "the server's usage.prompt_tokens (else the tokenizer's) of the requests answered inside "
+       "the window / window length"),
 )}
+# What a table shows first for a record of a request shape whose answers are not generated
+# text (workload.request_shape): its own headline in place of the kind's.
+SHAPE_SHOWN_FIRST: dict[str, tuple[str, ...]] = {
+    shape: ("request_throughput_req_s_mean", "input_throughput_inputs_per_s_mean",
+            "input_throughput_tok_s_mean", "e2e_s_p50", "e2e_s_p90", "e2e_s_p99")
+    for shape in ("embeddings", "rerank")}
 
 # What a table shows first for each record kind (the report's kind tables, `llmbench results`),
 # as flat columns, the most telling first: a narrow terminal keeps the left ones.
@@ -305,8 +319,11 @@ def split_column(col: str) -> tuple[Metric, str] | None:
 
 
 def shown_first(kinds) -> list[str]:
-    """The columns SHOWN_FIRST names for these kinds, each once, in the kinds' order."""
-    return list(dict.fromkeys(c for k in kinds for c in SHOWN_FIRST.get(k, ())))
+    """The columns SHOWN_FIRST names for these kinds, each once, in the kinds' order; serving
+    adds the pooling shapes' headline (a table drops the columns no row has)."""
+    shapes = tuple(c for cs in SHAPE_SHOWN_FIRST.values() for c in cs)
+    return list(dict.fromkeys(c for k in kinds
+                              for c in SHOWN_FIRST.get(k, ()) + (shapes if k == "serving" else ())))
 
 
 def _column_metric(col: str) -> tuple[Metric, str] | None:

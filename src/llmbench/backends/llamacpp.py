@@ -28,6 +28,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from llmbench.backends.base import Backend
+from llmbench.backends.options import EngineOptions
 from llmbench.backends.engine import PrometheusNames, RooflineAsk, ServerCommand, WeightRule
 from llmbench.errors import EngineError
 from llmbench.measure.timeline import RequestTimeline
@@ -72,10 +73,12 @@ class LlamaCppBackend(Backend):
                 "kv_cache_usage": ("llamacpp:kv_cache_usage_ratio",)})
 
     @classmethod
-    def server_command(cls, model: str, port: int, device: str) -> ServerCommand:
+    def server_command(cls, model: str, port: int, device: str,
+                       options: EngineOptions | None = None) -> ServerCommand:
         """llama-cpp-python's OpenAI server. interrupt_requests off: its default aborts a running
         stream when a new request comes, which would turn every concurrency > 1 into truncated
-        answers."""
+        answers. `embedding`: its /v1/embeddings on (the model's own pooling type: none for
+        SmolLM2's GGUF, one vector per token; the server has no flag to set it)."""
         from llmbench.models.sources import model_path, resolve
 
         argv = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path(model, "gguf")),
@@ -83,6 +86,8 @@ class LlamaCppBackend(Backend):
                 "--n_threads", str(os.cpu_count() or 1), "--interrupt_requests", "False"]
         if device.startswith("cuda"):
             argv += ["--n_gpu_layers", "-1"]
+        if options is not None and options.embedding:
+            argv += ["--embedding", "True"]
         return ServerCommand(argv, {}, "/v1/models")
 
     @classmethod

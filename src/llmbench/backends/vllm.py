@@ -60,6 +60,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from llmbench.backends.base import Backend
+from llmbench.backends.options import EngineOptions
 from llmbench.backends.engine import PrometheusNames, ServerCommand
 from llmbench.errors import EngineError
 from llmbench.measure.timeline import RequestTimeline
@@ -126,8 +127,11 @@ class VllmBackend(Backend):
                           "weight_quant", "compile"})
 
     @classmethod
-    def server_command(cls, model: str, port: int, device: str) -> ServerCommand:
-        """vLLM's OpenAI server (no --disable-log-stats: it stops /metrics counting)."""
+    def server_command(cls, model: str, port: int, device: str,
+                       options: EngineOptions | None = None) -> ServerCommand:
+        """vLLM's OpenAI server (no --disable-log-stats: it stops /metrics counting).
+        `embedding`: the pooling runner, a generative model converted to embed with the last
+        token's state pooled (a causal model's only summary of the whole input)."""
         from llmbench.models.sources import model_path, resolve
 
         ref = resolve(model)
@@ -136,6 +140,9 @@ class VllmBackend(Backend):
                 "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "2048"]
         if ref.synthetic_weights:  # config + made-up tokenizer only: random weights
             argv += ["--load-format", "dummy"]
+        if options is not None and options.embedding:
+            argv += ["--runner", "pooling", "--convert", "embed",
+                     "--pooler-config", '{"pooling_type": "LAST"}']
         env: dict[str, str] = {}
         if device == "cpu":
             argv.append("--enforce-eager")  # bf16 + torch.compile gave wrong tokens on the CPU;

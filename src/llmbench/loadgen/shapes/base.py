@@ -38,6 +38,7 @@ class RequestShape:
     apis: ClassVar[tuple[str, ...]] = ("completions", "chat")
     forces_output: ClassVar[bool] = True    # ignore_eos + min_tokens apply (--force-output)
     judged: ClassVar[bool] = False          # whether `judge` checks anything (validity reported)
+    pooling: ClassVar[bool] = False         # a launched server runs its pooling (embedding) mode
 
     def __init__(self, cfg):
         self.cfg = cfg      # the serving config (kinds/serving/config.py; not imported: it imports us)
