@@ -68,7 +68,8 @@ def kl_topk(ref_logp: np.ndarray, topk: Mapping[int, float]) -> float:
     lq = np.fromiter(topk.values(), dtype=np.float64)
     p_in, q_in = np.exp(lp[ids]), np.exp(lq)
     p_rest, q_rest = max(1.0 - p_in.sum(), 0.0), max(1.0 - q_in.sum(), 0.0)
-    kl = float(np.where(p_in > 0, p_in * (lp[ids] - lq), 0.0).sum())
+    with np.errstate(invalid="ignore"):  # p = 0 terms masked out
+        kl = float(np.where(p_in > 0, p_in * (lp[ids] - lq), 0.0).sum())
     if p_rest > 0:
         kl += p_rest * (math.log(p_rest) - math.log(q_rest)) if q_rest > 0 else math.inf
     return max(kl, 0.0)

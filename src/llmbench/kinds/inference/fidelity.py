@@ -128,7 +128,8 @@ def compare(ref: Reference, tokens: list[list[int]], scored: list | None,
             continue
         lp = ref.logp[i].astype(np.float64)
         if kind == "full":
-            lq = np.asarray(scored[i])
+            # rounded to float32 as the stored reference is: identical computations give 0
+            lq = np.asarray(scored[i], dtype=np.float32).astype(np.float64)
             kl = kl_full(lp, lq)
             top1 = lq.argmax(axis=-1).tolist()
         else:
