@@ -29,7 +29,8 @@ def test_compare_tokens_and_full_kl_against_hand_made_answers():
     assert got["fidelity_first_divergence_tok"] == [2, 0]
     assert got["fidelity_match_frac"] == pytest.approx([2 / 3, 2 / 3])
     want_kl = [np.mean([entropy(p[i, j], q[i, j]) for j in range(3)]) for i in range(2)]
-    assert got["fidelity_kl_nats"] == pytest.approx(want_kl, rel=1e-12)
+    # the engine's log-probs are rounded to float32, as the stored reference is: ~1e-7 relative
+    assert got["fidelity_kl_nats"] == pytest.approx(want_kl, rel=1e-6)
     # top-1 of a uniform row is token 0 (argmax takes the first): prompt 0 wants 0, 2, 3 -> 0 of 3
     # agree (position 0's top-1 is 1); prompt 1 wants 0, 1, 0 -> positions 0 and 2 agree
     assert got["fidelity_top1_agree_frac"] == pytest.approx([0, 2 / 3])
