@@ -13,10 +13,8 @@ import pandas as pd
 from llmbench.report.figures import PALETTE, Fig, base_figure, empty_figure
 
 THROUGHPUT = "output_throughput_tok_s_mean"
-Y_CHOICES = {"match": ("fidelity_match_frac_mean", "Tokens matching the fp32 reference "
-                       "(share of positions) — higher is better"),
-             "kl": ("fidelity_kl_nats_mean", "KL divergence from the fp32 reference (nats) — "
-                    "lower is better")}
+Y_CHOICES = {"match": ("fidelity_match_frac_mean", "Tokens matching fp32 (share) — higher is better"),
+             "kl": ("fidelity_kl_nats_mean", "KL from fp32 (nats) — lower is better")}
 GROUP = ("model", "hardware", "batch_size", "input_len", "output_len")
 
 
@@ -105,6 +103,6 @@ def speedup_fidelity_figure(rows: pd.DataFrame, y: str = "match", height: int = 
     bases = sorted(set(d["speedup_basis"]))
     fig.update_xaxes(title={"text": f"Output throughput relative to {' / '.join(bases)} "
                                     "(same hardware, model, shape)"})
-    fig.update_yaxes(title={"text": ytitle}, **({"range": [-0.02, 1.05]} if y == "match" else {}))
+    fig.update_yaxes(title={"text": ytitle}, **({"range": [-0.03, 1.1]} if y == "match" else {}))
     fig.update_layout(meta={"points": int(len(d)), "basis": bases})
     return fig
