@@ -164,3 +164,18 @@ def test_llamacpp_twice_agrees_with_itself_and_f16_keeps_a_prefix(reference, mon
 
 
 F16_PREFIX = 16
+
+
+def test_llamacpp_takes_a_weight_type_for_the_real_gguf():
+    """-B llamacpp.gguf_type on the bundled model is no longer refused: the shipped GGUF is
+    re-written in that type (models/gguf_quantize.py); an HF-only format still is."""
+    from llmbench.backends.call import EngineCall
+    from llmbench.backends.llamacpp import LlamaCppBackend
+    from llmbench.errors import ModelError
+    from llmbench.models.sources import model_path
+
+    probs = LlamaCppBackend.check(EngineCall(model="smollm2-135m", backend_options={"gguf_type": "q8_0"}),
+                                  resolve("smollm2-135m"))
+    assert not [p for p in probs if "gguf_type" in p[0]]
+    with pytest.raises(ModelError, match="only a GGUF gets a chosen type"):
+        model_path("smollm2-135m", "hf", gguf_type="q8_0")
