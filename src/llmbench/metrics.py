@@ -228,6 +228,19 @@ CATALOG: dict[str, Metric] = {m.name: m for m in (
     _M("input_throughput_tok_s", "tok/s", "Input token throughput (tok/s)", "in tok/s", "higher",
        "the server's usage.prompt_tokens (else the tokenizer's) of the requests answered inside "
        "the window / window length"),
+    # -- fidelity beside speed (kinds/inference/fidelity.py, docs/fidelity.md): an offline
+    # point's greedy output against transformers fp32 on the CPU, one sample per prompt
+    _M("fidelity_match_frac", "ratio", "Tokens matching the fp32 reference", "match", "higher",
+       "share of generated positions whose greedy token equals the reference's, per prompt"),
+    _M("fidelity_first_divergence_tok", "tokens", "First divergence from the fp32 reference "
+       "(tokens)", "1st diff tok", "higher",
+       "index of the first generated token unlike the reference's; output_len when none is"),
+    _M("fidelity_kl_nats", "nats", "KL divergence from the fp32 reference (nats)", "KL nats",
+       "lower", "mean over the reference's continuation (teacher-forced) of KL(P_ref || Q_engine) "
+       "of the next token; a top-k engine's is a lower bound (k tokens + one bucket)"),
+    _M("fidelity_top1_agree_frac", "ratio", "Top-1 agreement with the fp32 reference", "top-1",
+       "higher", "share of the reference's continuation (teacher-forced) where the engine's most "
+       "likely next token is the reference's"),
 )}
 # What a table shows first for a record of a request shape whose answers are not generated
 # text (workload.request_shape): its own headline in place of the kind's.
@@ -239,7 +252,8 @@ SHAPE_SHOWN_FIRST: dict[str, tuple[str, ...]] = {
 # What a table shows first for each record kind (the report's kind tables, `llmbench results`),
 # as flat columns, the most telling first: a narrow terminal keeps the left ones.
 SHOWN_FIRST: dict[str, tuple[str, ...]] = {
-    "inference": ("output_throughput_tok_s_mean", "batch_latency_s_mean", "ttft_s_p50", "tpot_s_p50",
+    "inference": ("output_throughput_tok_s_mean", "fidelity_match_frac_mean", "fidelity_kl_nats_mean",
+                  "batch_latency_s_mean", "ttft_s_p50", "tpot_s_p50",
                   "total_throughput_tok_s_mean", "request_throughput_req_s_mean",
                   "roofline_efficiency_total_throughput_tok_s", "gpu_dram_bw_util_pct"),
     "serving": ("output_throughput_tok_s_mean", "ttft_s_p50", "ttft_s_p99", "tpot_s_p50", "e2e_s_p50",

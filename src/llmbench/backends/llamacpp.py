@@ -46,7 +46,8 @@ class LlamaCppOptions(BaseModel):
     flash_attn: bool | None = Field(None, description="default: llama.cpp's auto (on where every "
                                                       "device supports it)")
     gguf_type: Literal["f16", "q8_0", "q4_0"] | None = Field(
-        None, description="a synthetic model's random-weight GGUF type (default f16)")
+        None, description="a synthetic model's random-weight GGUF type (default f16); a real "
+        "GGUF re-written in it by llama.cpp's quantiser (default: the file's own types)")
 
 
 class LlamaCppBackend(Backend):
@@ -57,6 +58,7 @@ class LlamaCppBackend(Backend):
     Options = LlamaCppOptions
     supports = frozenset({"kv_cache_dtype"})
     scores_text = True
+    next_token_logprobs_kind = "full"
     launches = True
     # llama-cpp-python 0.3.36's CUDA build segfaults while loading a model when numpy was
     # imported before it (seen on the H200: numpy 2.5 loaded first, then
@@ -102,10 +104,6 @@ class LlamaCppBackend(Backend):
         kv = call.options.kv_cache_dtype
         if kv is not None and kv not in _KV_TYPES and kv != "auto":
             problems.append(("options.kv_cache_dtype", f"{kv!r} is not one of {sorted(_KV_TYPES)}"))
-        if (call.backend_options or {}).get("gguf_type") and model.source != "synthetic":
-            problems.append(("backend_options.llamacpp.gguf_type",
-                             f"only a synthetic (random-weight) model's GGUF is written in a chosen type; "
-                             f"{model.name!r} is {model.source} and has its own"))
         if model.source == "synthetic" and model.arch is not None:
             from llmbench.models.gguf_synth import gguf_unsupported
 
@@ -131,8 +129,7 @@ class LlamaCppBackend(Backend):
         gpu = self.call.device.startswith("cuda")
         self.n_threads = o.n_threads or os.cpu_count() or 1
         self.n_gpu_layers = o.n_gpu_layers if o.n_gpu_layers is not None else (-1 if gpu else 0)
-        self.path = model_path(self.call.model, "gguf",
-                               gguf_type=o.gguf_type if self.model.synthetic_weights else None)
+        self.path = model_path(self.call.model, "gguf", gguf_type=o.gguf_type)
         with _llama_log(llama_cpp) as log:
             self.llm = llama_cpp.Llama(str(self.path), n_ctx=512, n_threads=self.n_threads,
                                        n_gpu_layers=self.n_gpu_layers, verbose=False)
@@ -337,6 +334,30 @@ class LlamaCppBackend(Backend):
         finally:
             ll.llama_batch_free(batch)
         return nll, count
+
+    def next_token_logprobs(self, sequence: list[int], start: int, top_k: int):
+        """The sequence decoded in one context with logits at every position (llama.cpp's
+        logits_all), in chunks of n_batch; log-softmax in float64."""
+        import numpy as np
+
+        from llmbench.analysis.fidelity import log_softmax
+
+        ll = self._ll
+        self._context(1, len(sequence) + 16)
+        ll.llama_memory_clear(ll.llama_get_memory(self.ctx), True)
+        batch = ll.llama_batch_init(self._batch_cap, 0, 1)
+        rows = []
+        try:
+            for c in range(0, len(sequence), self._batch_cap):
+                part = sequence[c:c + self._batch_cap]
+                want = [c + i >= start - 1 for i in range(len(part))]
+                self._decode(batch, part, list(range(c, c + len(part))), [0] * len(part), want)
+                for i in (i for i, w in enumerate(want) if w):
+                    ptr = ll.llama_get_logits_ith(self.ctx, i)
+                    rows.append(np.ctypeslib.as_array(ptr, shape=(self._n_vocab,)).astype(np.float64))
+        finally:
+            ll.llama_batch_free(batch)
+        return log_softmax(np.stack(rows[:len(sequence) - start]))
 
 
 _FA_NAMES = {None: "auto", True: "enabled", False: "disabled"}
