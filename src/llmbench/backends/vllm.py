@@ -18,6 +18,12 @@ the same instant (perf_counter() - monotonic()), so the values are relative to t
 they run. They are reported as `engine_ttft_mean_s` / `engine_last_token_mean_s`, a cross-check
 of the frontend's clock (IPC lag). `arrival_time` there is wall clock (time.time()) and unused.
 
+The timed span (`timed_span` in the record; tests/backends/test_vllm_span.py): the offline
+workload's clock starts before generate(), so SamplingParams, rendering and add_request are in
+it, and the batch ends at the stamp after the step() that delivered the last token -- the span
+vLLM's latency benchmark times around `LLM.generate`. docs/vllm-crosscheck.md has the measured
+size of what differs (DELTA outputs, sampling, the engine's CPU settings).
+
 Processes. The engine core (and on CPU the model worker) run in processes vLLM spawns; a
 script that loads this backend needs the usual `if __name__ == "__main__":` guard (the
 `llmbench` command and its isolated worker have one). `multiprocessing=false` sets
@@ -277,6 +283,11 @@ class VllmBackend(Backend):
         eff.update(requested={k: v for k, v in getattr(self, "_kwargs", {}).items() if k != "model"},
                    sampling="greedy (temperature 0), min_tokens = max_tokens = output_len, EOS ignored",
                    timestamps="frontend perf_counter per engine step (output_kind=DELTA)",
+                   # what batch_latency_s holds, beside vLLM's latency benchmark (LLM.generate whole)
+                   timed_span="from before SamplingParams, rendering and add_request to the stamp "
+                              "after the step() that delivered the last token, as LLM.generate; "
+                              "prompt ids made before the clock; per-step DELTA outputs inside, "
+                              "LLM.generate's sort of its FINAL_ONLY outputs not",
                    model_dir=str(getattr(self, "path", "")))
         engine = getattr(self, "engine", None)
         if engine is None:

@@ -21,14 +21,11 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel
 
 from llmbench.errors import SpecError
+from llmbench.loadgen.options import NoOptions, parse_options
 from llmbench.loadgen.schedule import Schedule
-
-
-class NoOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 @dataclass
@@ -51,12 +48,7 @@ class LoadPattern(ABC):
 
     def __init__(self, cfg):
         self.cfg = cfg      # the serving config (kinds/serving/config.py; not imported: it imports us)
-        try:
-            self.options = self.Options(**cfg.pattern_options)
-        except ValidationError as e:
-            raise SpecError([("--pattern-opt", f"{self.name}: " + "; ".join(
-                f"{'.'.join(map(str, err['loc'])) or 'options'}: {err['msg']}"
-                for err in e.errors()))]) from None
+        self.options = parse_options(self.Options, cfg.pattern_options, "--pattern-opt", self.name)
 
     @classmethod
     def implied_by(cls, cfg) -> bool:

@@ -22,17 +22,14 @@ from collections import Counter
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Callable, ClassVar
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel
 
 from llmbench.errors import SpecError
+from llmbench.loadgen.options import NoOptions, parse_options
 from llmbench.loadgen.client import PATHS, Outcome, RequestSpec, interpret
 
 if TYPE_CHECKING:
     from llmbench.loadgen.http import Response
-
-
-class NoOptions(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class RequestShape:
@@ -44,12 +41,7 @@ class RequestShape:
 
     def __init__(self, cfg):
         self.cfg = cfg      # the serving config (kinds/serving/config.py; not imported: it imports us)
-        try:
-            self.options = self.Options(**cfg.shape_options)
-        except ValidationError as e:
-            raise SpecError([("--shape-opt", f"{self.name}: " + "; ".join(
-                f"{'.'.join(map(str, err['loc'])) or 'options'}: {err['msg']}"
-                for err in e.errors()))]) from None
+        self.options = parse_options(self.Options, cfg.shape_options, "--shape-opt", self.name)
 
     def check(self) -> None:
         """The rules across this shape's options and the config; raise SpecError naming flags."""
