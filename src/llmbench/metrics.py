@@ -263,6 +263,7 @@ SHOWN_FIRST: dict[str, tuple[str, ...]] = {
     "training": ("tokens_per_s_mean", "tflops_mean", "mfu_mean", "step_time_s_mean",
                  "mem_peak_gib_mean", "avg_power_w_mean", "scaling_efficiency_mean",
                  "roofline_efficiency_tokens_per_s", "gpu_dram_bw_util_pct"),
+    "estimate": ("output_throughput_tok_s_mean", "batch_latency_s_mean"),  # llmbench predict --save
 }
 # What the report's and dashboard's figures plot on their y axis, by role: a figure draws the
 # first of a role's metrics that a record has (an offline record's total throughput, a training

@@ -205,7 +205,9 @@ def _best_layout(data: Data) -> html.Div:
             {"label": "latency", "value": "latency"},
             {"label": "efficiency vs roofline", "value": "efficiency"}])),
         _control("Data", dcc.Checklist(id="b-src", value=["own", "reference"], inline=True, options=[
-            {"label": " own ", "value": "own"}, {"label": " reference", "value": "reference"}])),
+            {"label": " own ", "value": "own"}, {"label": " reference", "value": "reference"},
+            # llmbench predict --save: off by default, and marked ESTIMATE when ranked
+            {"label": " estimates", "value": "estimate"}])),
         html.P(best_mod.__doc__.split("\n\n")[1].replace("\n", " "), className="help small"),
     ], className="side")
     main = html.Div([
