@@ -165,7 +165,7 @@ def test_every_point_kind_lives_under_kinds():
             if isinstance(node, ast.ClassDef) and any(
                     getattr(b, "id", getattr(b, "attr", None)) == "PointKind" for b in node.bases):
                 homes[node.name] = path.relative_to(SRC / "llmbench").parts
-    assert set(homes) == {"InferenceKind", "ServingKind", "TrainingKind"}
+    assert set(homes) == {"EstimateKind", "InferenceKind", "ServingKind", "TrainingKind"}
     assert all(parts[0] == "kinds" for parts in homes.values()), homes
 
 

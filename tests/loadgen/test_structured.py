@@ -92,11 +92,11 @@ def test_the_body_carries_each_dialects_fields(tmp_path):
     std = body(shape(tmp_path, "json-schema", PERSON))
     assert std["response_format"] == {"type": "json_schema", "json_schema": {
         "name": "answer", "schema": PERSON, "strict": True}}
-    llama = body(shape(tmp_path, "json-schema", PERSON, dialect="llamacpp"))
+    llama = body(shape(tmp_path, "json-schema", PERSON, dialect="json-object"))
     assert llama["response_format"] == {"type": "json_object", "schema": PERSON}
     assert body(shape(tmp_path, "regex", "a+"))["structured_outputs"] == {"regex": "a+"}
     assert body(shape(tmp_path, "choice", "yes,no"))["structured_outputs"] == {"choice": ["yes", "no"]}
-    assert body(shape(tmp_path, "choice", 'yes,"no"', dialect="llamacpp"))["grammar"] == \
+    assert body(shape(tmp_path, "choice", 'yes,"no"', dialect="json-object"))["grammar"] == \
         'root ::= "yes" | "\\"no\\""'
     assert body(shape(tmp_path, "json-schema", PERSON, enforce=False)) == plain
     assert shape(tmp_path, "choice", "a").forces_output is False
@@ -105,8 +105,8 @@ def test_the_body_carries_each_dialects_fields(tmp_path):
 def test_bad_structured_options_are_usage_errors(tmp_path):
     with pytest.raises(SpecError, match="--structured"):
         shape(tmp_path, "regex", "a(")
-    with pytest.raises(SpecError, match="takes no regex"):
-        shape(tmp_path, "regex", "a+", dialect="llamacpp")
+    with pytest.raises(SpecError, match="has no field for a regex"):
+        shape(tmp_path, "regex", "a+", dialect="json-object")
     with pytest.raises(SpecError, match="not a JSON schema"):
         shape(tmp_path, "json-schema", {"type": 5})
     with pytest.raises(SpecError, match="cannot read"):
@@ -148,9 +148,9 @@ def test_llamacpp_server_reads_its_dialects_fields(tmp_path):
 
     spec = RequestSpec("p", 1, 16)
     plain = request_body(spec, "m", "chat", force_output=False)
-    req = CreateChatCompletionRequest(**shape(tmp_path, "json-schema", PERSON, dialect="llamacpp").body(plain, spec))
+    req = CreateChatCompletionRequest(**shape(tmp_path, "json-schema", PERSON, dialect="json-object").body(plain, spec))
     assert req.response_format == {"type": "json_object", "schema": PERSON}
-    req = CreateChatCompletionRequest(**shape(tmp_path, "choice", "a,b", dialect="llamacpp").body(plain, spec))
+    req = CreateChatCompletionRequest(**shape(tmp_path, "choice", "a,b", dialect="json-object").body(plain, spec))
     assert req.grammar == 'root ::= "a" | "b"'
     with pytest.raises(Exception):   # the standard json_schema type is not one it takes
         CreateChatCompletionRequest(**shape(tmp_path, "json-schema", PERSON).body(plain, spec))

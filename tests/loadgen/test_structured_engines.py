@@ -31,7 +31,7 @@ def test_a_schema_of_one_value_returns_it_on_llamacpp(tmp_path):
     # the const admits exactly {"answer": "yes"}: valid means the server returned exactly it
     schema = tmp_path / "one.json"
     schema.write_text(json.dumps(ONE_VALUE))
-    rec = serve(tmp_path, "llamacpp", "--structured", f"json-schema={schema}", "--shape-opt", "dialect=llamacpp")
+    rec = serve(tmp_path, "llamacpp", "--structured", f"json-schema={schema}", "--shape-opt", "dialect=json-object")
     assert rec["workload"]["request_shape"] == "structured"
     assert rec["serving"]["validity"] == {"answered": 3, "valid": 3, "invalid_by_cause": {},
                                           "valid_fraction": 1.0}

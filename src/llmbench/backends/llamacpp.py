@@ -340,7 +340,7 @@ class LlamaCppBackend(Backend):
         logits_all), in chunks of n_batch; log-softmax in float64."""
         import numpy as np
 
-        from llmbench.analysis.fidelity import log_softmax
+        from scipy.special import log_softmax
 
         ll = self._ll
         self._context(1, len(sequence) + 16)
@@ -357,7 +357,7 @@ class LlamaCppBackend(Backend):
                     rows.append(np.ctypeslib.as_array(ptr, shape=(self._n_vocab,)).astype(np.float64))
         finally:
             ll.llama_batch_free(batch)
-        return log_softmax(np.stack(rows[:len(sequence) - start]))
+        return log_softmax(np.stack(rows[:len(sequence) - start]).astype(np.float64), axis=-1)
 
 
 _FA_NAMES = {None: "auto", True: "enabled", False: "disabled"}

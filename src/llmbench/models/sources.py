@@ -135,6 +135,13 @@ def smollm2_gguf() -> Path:
     return path
 
 
+def weights_identity(name: str) -> str:
+    """Where a model's reference weights come from, for a cache key: its HF files, or a local
+    GGUF file (which has no HF form)."""
+    ref = resolve(name)
+    return str(ref.path if ref.source == "gguf" else model_path(name, "hf"))
+
+
 def model_path(name: str, fmt: Literal["gguf", "hf"] = "gguf", gguf_type: str | None = None) -> Path:
     """Path of the model's files in the given format, preparing them if needed.
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from llmbench.analysis.fidelity import (first_divergence, kl_full, kl_topk, match_fraction,
                                         top1_agreement)
+from llmbench.backends import REFERENCE as REFERENCE_ENGINE
 from llmbench.backends.call import EngineCall
 from llmbench.cache import cache_dir
 from llmbench.errors import EngineError
@@ -32,7 +33,7 @@ from llmbench.measure.stats import summarize
 FIDELITY_PROMPTS = 2_000_000  # make_prompts' repeat index of the fidelity prompts: never a repeat's
 TOP_K = 20  # log-probabilities per position asked of a top-k engine (vLLM's max_logprobs)
 PPL_CONTEXT, PPL_STRIDE = 256, 128  # PerplexityConfig's defaults: same windows as the perplexity kind
-REFERENCE = "transformers fp32 cpu, batch 1"
+REFERENCE = f"{REFERENCE_ENGINE} fp32 cpu, batch 1"
 
 
 @dataclass
@@ -57,17 +58,17 @@ def reference_key(model: str, model_path: str, n: int, input_len: int, output_le
 def _versions() -> dict[str, str]:
     from importlib.metadata import version
 
-    return {p: version(p) for p in ("torch", "transformers")}
+    from llmbench.backends import engine_class
+
+    return {p: version(p) for p in ("torch", engine_class(REFERENCE_ENGINE).distribution)}
 
 
 def reference_for(model: str, n: int, input_len: int, output_len: int, seed: int) -> Reference:
     """The cached reference, else computed now (and cached: written aside, then renamed)."""
-    from llmbench.models.sources import model_path, resolve
+    from llmbench.models.sources import resolve, weights_identity
 
-    ref_model = resolve(model)
-    key = reference_key(ref_model.name, str(model_path(model, "hf") if ref_model.source != "gguf"
-                                           else ref_model.path),
-                        n, input_len, output_len, seed, _versions())
+    key = reference_key(resolve(model).name, weights_identity(model), n, input_len, output_len,
+                        seed, _versions())
     path = cache_dir() / "fidelity" / f"{key}.npz"
     if path.is_file():
         with np.load(path) as z:
@@ -82,11 +83,11 @@ def reference_for(model: str, n: int, input_len: int, output_len: int, seed: int
 
 
 def compute_reference(model: str, n: int, input_len: int, output_len: int, seed: int) -> Reference:
-    from llmbench.backends.transformers import TransformersBackend
+    from llmbench.backends import backend_class
     from llmbench.kinds.inference.prompts import make_prompts
     from llmbench.models.sources import resolve
 
-    ref = TransformersBackend(EngineCall(model=model, device="cpu", dtype="fp32"), resolve(model))
+    ref = backend_class(REFERENCE_ENGINE)(EngineCall(model=model, device="cpu", dtype="fp32"), resolve(model))
     ref.load()
     try:
         prompts = make_prompts(ref, n, input_len, seed, FIDELITY_PROMPTS)
@@ -102,16 +103,16 @@ def compute_reference(model: str, n: int, input_len: int, output_len: int, seed:
 
 def fidelity_problems(point, model) -> list[tuple[str, str]]:
     """What keeps a point's fidelity from being measured, before anything runs."""
-    import importlib.util
-
     if not point.fidelity:
         return []
     if model.synthetic_weights:
         return [("fidelity", f"{model.name!r} has random weights: its tokens mean nothing to "
                              "compare (use smollm2-135m or a local model)")]
-    if importlib.util.find_spec("transformers") is None:
-        return [("fidelity", "the reference is transformers fp32 on the CPU: install "
-                             "'llmbench[transformers]'")]
+    from llmbench.backends import engine_class
+
+    ref = engine_class(REFERENCE_ENGINE)
+    if not ref.installed():
+        return [("fidelity", f"the reference is {REFERENCE}: install 'llmbench[{ref.extra}]'")]
     return []
 
 

@@ -50,8 +50,11 @@ class RequestShape:
             raise SpecError([("--api", f"the {self.name} request shape is sent on "
                                        f"{' or '.join(self.apis)}, not {self.cfg.api}")])
 
-    def plan(self, specs: list[RequestSpec], seed: int) -> list[RequestSpec]:
-        """The planned requests as this shape sends them (a `tag` each where requests differ)."""
+    def plan(self, specs: list[RequestSpec], seed: int,
+             prompts: Callable[[int, int], list[RequestSpec]] | None = None) -> list[RequestSpec]:
+        """The planned requests as this shape sends them (a `tag` each where requests differ).
+        `prompts(n, seed)` makes n more prompts of the point's input length in the served
+        tokenizer (the session's own maker: a shape needing more texts asks it, not kinds/)."""
         return specs
 
     def path(self, api: str) -> str:

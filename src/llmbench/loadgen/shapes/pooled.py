@@ -49,8 +49,8 @@ class PooledShape(RequestShape):
             raise SpecError([("--api", f"the {self.name} shape posts to {self.path(self.cfg.api)}; "
                                        "--api does not apply to it")])
 
-    def plan(self, specs: list[RequestSpec], seed: int) -> list[RequestSpec]:
-        return plan_texts(self.cfg, specs, seed, self.texts_per_request - 1)
+    def plan(self, specs: list[RequestSpec], seed: int, prompts=None) -> list[RequestSpec]:
+        return plan_texts(specs, seed, self.texts_per_request - 1, prompts)
 
     def read(self, resp: Response, t_ref: float, spec: RequestSpec,
              count_tokens=None) -> Outcome:
@@ -82,19 +82,13 @@ def texts_of(spec: RequestSpec) -> list[str]:
     return [spec.prompt, *spec.more] if isinstance(spec, PooledSpec) else [spec.prompt]
 
 
-def plan_texts(cfg, specs: list[RequestSpec], seed: int, k: int) -> list[RequestSpec]:
+def plan_texts(specs: list[RequestSpec], seed: int, k: int, prompts) -> list[RequestSpec]:
     """Each planned request with `k` more texts (module doc)."""
     fields = lambda s: {"prompt": s.prompt, "prompt_len": s.prompt_len,   # noqa: E731
                         "output_len": s.output_len, "history": s.history, "tag": s.tag}
     if not k:
         return [PooledSpec(**fields(s)) for s in specs]
-    from llmbench.kinds.serving.config import LengthDist
-    from llmbench.kinds.serving.prompts import synthetic_prompts
-    from llmbench.kinds.serving.tokenizer import load_tokenizer
-
-    tok = load_tokenizer(cfg.tokenizer or cfg.model)
-    extra = synthetic_prompts(tok, len(specs) * k, cfg.input_len, LengthDist(a=1), 0.0,
-                              seed + 104729)     # another seed: windows of their own
+    extra = prompts(len(specs) * k, seed + 104729)     # another seed: windows of their own
     out = []
     for i, s in enumerate(specs):
         mine = extra[i * k:(i + 1) * k]

@@ -6,8 +6,8 @@ The body's fields, per server dialect (what each server here honours, read from 
   `response_format: {type: json_schema, json_schema: {name, schema, strict}}`; a regex or
   choice has no OpenAI field, so vLLM's `structured_outputs: {regex}` / `{choice}` (vLLM 0.32
   `StructuredOutputsParams`; its older `guided_*` fields are gone from the protocol);
-- `llamacpp` (llama-cpp-python's server, whose `response_format.type` is `text` or
-  `json_object` only): `response_format: {type: json_object, schema}`, a choice as a GBNF
+- `json-object` (llama-cpp-python's server, whose `response_format.type` is `text` or
+  `json_object` only; named for the format, not the engine): `response_format: {type: json_object, schema}`, a choice as a GBNF
   `grammar`; a regex has no field there (a usage error).
 A grammar ends the answer where it ends, so the forced length (ignore_eos) never applies.
 `enforce=false` sends the same requests without the grammar and judges them the same way: the
@@ -35,7 +35,7 @@ class StructuredOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     mode: Literal["json-schema", "regex", "choice"]
     value: str          # the schema file, the pattern, or the choices "A,B,C"
-    dialect: Literal["standard", "llamacpp"] = "standard"
+    dialect: Literal["standard", "json-object"] = "standard"
     # false: the same requests without the grammar, their answers judged all the same (the
     # unconstrained twin a grammar's cost and its validity gain are measured against)
     enforce: bool = True
@@ -72,9 +72,9 @@ class Structured(RequestShape):
                 re.compile(o.value)
             except re.error as e:
                 raise SpecError([("--structured", f"regex {o.value!r}: {e}")]) from None
-            if o.dialect == "llamacpp":
-                raise SpecError([("--structured", "llama-cpp-python's server takes no regex "
-                                                  "(only a JSON schema or a GBNF grammar)")])
+            if o.dialect == "json-object":
+                raise SpecError([("--structured", "the json-object dialect has no field for a "
+                                                  "regex (only a JSON schema or a GBNF grammar)")])
         elif o.mode == "json-schema":
             self.schema    # read and checked now, a usage error before any request
 
@@ -91,11 +91,11 @@ class Structured(RequestShape):
         if not o.enforce:
             return body
         if o.mode == "json-schema":
-            if o.dialect == "llamacpp":
+            if o.dialect == "json-object":
                 return {**body, "response_format": {"type": "json_object", "schema": self.schema}}
             return {**body, "response_format": {"type": "json_schema", "json_schema": {
                 "name": "answer", "schema": self.schema, "strict": True}}}
-        if o.mode == "choice" and o.dialect == "llamacpp":
+        if o.mode == "choice" and o.dialect == "json-object":
             return {**body, "grammar": "root ::= " + " | ".join(json.dumps(c) for c in self.choices)}
         key = "regex" if o.mode == "regex" else "choice"
         return {**body, "structured_outputs": {key: o.value if o.mode == "regex" else self.choices}}
