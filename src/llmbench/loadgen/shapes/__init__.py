@@ -14,6 +14,7 @@ if TYPE_CHECKING:
 DEFAULT = "text"
 SHAPES: dict[str, str] = {   # name -> "module:class"
     "text": "llmbench.loadgen.shapes.text:Text",
+    "lora": "llmbench.loadgen.shapes.lora:Lora",
 }
 
 
