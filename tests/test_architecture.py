@@ -165,7 +165,7 @@ def test_every_point_kind_lives_under_kinds():
             if isinstance(node, ast.ClassDef) and any(
                     getattr(b, "id", getattr(b, "attr", None)) == "PointKind" for b in node.bases):
                 homes[node.name] = path.relative_to(SRC / "llmbench").parts
-    assert set(homes) == {"InferenceKind", "ServingKind", "TrainingKind"}
+    assert set(homes) == {"EstimateKind", "InferenceKind", "ServingKind", "TrainingKind"}
     assert all(parts[0] == "kinds" for parts in homes.values()), homes
 
 
@@ -348,3 +348,14 @@ def test_no_engine_is_named_outside_its_module():
              for folder in ENGINE_FREE for path in sorted((SRC / "llmbench" / folder).rglob("*.py"))
              for n, line in engine_lines(path.read_text()).items()}
     assert len(lines) <= 2, "\n".join(f"{k}: {v}" for k, v in lines.items())
+
+
+# The roofline is asked once per record (issue 38): workload.py gathers every fact of the
+# record, model and hardware in one step, so the arithmetic imports nothing it could call back.
+ARITHMETIC = ("llmbench.roofline.model", "llmbench.roofline.flops")
+
+
+def test_the_roofline_arithmetic_imports_nothing_outside_the_roofline():
+    graph = import_graph()
+    assert {m: sorted(d for d in graph[m] if not d.startswith("llmbench.roofline"))
+            for m in ARITHMETIC} == {m: [] for m in ARITHMETIC}

@@ -217,12 +217,43 @@ CATALOG: dict[str, Metric] = {m.name: m for m in (
        "resident warps as a share of the maximum"),
     _M("gpu_tensor_util_pct", "%", "Tensor-core utilisation, NVML GPM (%)", "tensor %", "none",
        "the share of time the tensor cores were busy"),
+    # -- judged request shapes (loadgen/shapes/structured.py, tools.py; issue 40 item 2)
+    _M("valid_fraction", "fraction", "Valid answers (fraction)", "valid", "higher",
+       "answered requests whose answer the shape's judge accepts / answered requests"),
+    # -- pooling requests (loadgen/shapes/pooled.py: embeddings, rerank): an answer of vectors or
+    # scores generates no token; its latency is e2e_s and its throughput counts inputs
+    _M("input_throughput_inputs_per_s", "inputs/s", "Input throughput (inputs/s)", "inputs/s", "higher",
+       "inputs (embedded texts, or scored documents) of the requests answered inside the window "
+       "/ window length"),
+    _M("input_throughput_tok_s", "tok/s", "Input token throughput (tok/s)", "in tok/s", "higher",
+       "the server's usage.prompt_tokens (else the tokenizer's) of the requests answered inside "
+       "the window / window length"),
+    # -- fidelity beside speed (kinds/inference/fidelity.py, docs/fidelity.md): an offline
+    # point's greedy output against transformers fp32 on the CPU, one sample per prompt
+    _M("fidelity_match_frac", "ratio", "Tokens matching the fp32 reference", "match", "higher",
+       "share of generated positions whose greedy token equals the reference's, per prompt"),
+    _M("fidelity_first_divergence_tok", "tokens", "First divergence from the fp32 reference "
+       "(tokens)", "1st diff tok", "higher",
+       "index of the first generated token unlike the reference's; output_len when none is"),
+    _M("fidelity_kl_nats", "nats", "KL divergence from the fp32 reference (nats)", "KL nats",
+       "lower", "mean over the reference's continuation (teacher-forced) of KL(P_ref || Q_engine) "
+       "of the next token; a top-k engine's is a lower bound (k tokens + one bucket)"),
+    _M("fidelity_top1_agree_frac", "ratio", "Top-1 agreement with the fp32 reference", "top-1",
+       "higher", "share of the reference's continuation (teacher-forced) where the engine's most "
+       "likely next token is the reference's"),
 )}
+# What a table shows first for a record of a request shape whose answers are not generated
+# text (workload.request_shape): its own headline in place of the kind's.
+SHAPE_SHOWN_FIRST: dict[str, tuple[str, ...]] = {
+    shape: ("request_throughput_req_s_mean", "input_throughput_inputs_per_s_mean",
+            "input_throughput_tok_s_mean", "e2e_s_p50", "e2e_s_p90", "e2e_s_p99")
+    for shape in ("embeddings", "rerank")}
 
 # What a table shows first for each record kind (the report's kind tables, `llmbench results`),
 # as flat columns, the most telling first: a narrow terminal keeps the left ones.
 SHOWN_FIRST: dict[str, tuple[str, ...]] = {
-    "inference": ("output_throughput_tok_s_mean", "batch_latency_s_mean", "ttft_s_p50", "tpot_s_p50",
+    "inference": ("output_throughput_tok_s_mean", "fidelity_match_frac_mean", "fidelity_kl_nats_mean",
+                  "batch_latency_s_mean", "ttft_s_p50", "tpot_s_p50",
                   "total_throughput_tok_s_mean", "request_throughput_req_s_mean",
                   "roofline_efficiency_total_throughput_tok_s", "gpu_dram_bw_util_pct"),
     "serving": ("output_throughput_tok_s_mean", "ttft_s_p50", "ttft_s_p99", "tpot_s_p50", "e2e_s_p50",
@@ -232,6 +263,7 @@ SHOWN_FIRST: dict[str, tuple[str, ...]] = {
     "training": ("tokens_per_s_mean", "tflops_mean", "mfu_mean", "step_time_s_mean",
                  "mem_peak_gib_mean", "avg_power_w_mean", "scaling_efficiency_mean",
                  "roofline_efficiency_tokens_per_s", "gpu_dram_bw_util_pct"),
+    "estimate": ("output_throughput_tok_s_mean", "batch_latency_s_mean"),  # llmbench predict --save
 }
 # What the report's and dashboard's figures plot on their y axis, by role: a figure draws the
 # first of a role's metrics that a record has (an offline record's total throughput, a training
@@ -302,8 +334,11 @@ def split_column(col: str) -> tuple[Metric, str] | None:
 
 
 def shown_first(kinds) -> list[str]:
-    """The columns SHOWN_FIRST names for these kinds, each once, in the kinds' order."""
-    return list(dict.fromkeys(c for k in kinds for c in SHOWN_FIRST.get(k, ())))
+    """The columns SHOWN_FIRST names for these kinds, each once, in the kinds' order; serving
+    adds the pooling shapes' headline (a table drops the columns no row has)."""
+    shapes = tuple(c for cs in SHAPE_SHOWN_FIRST.values() for c in cs)
+    return list(dict.fromkeys(c for k in kinds
+                              for c in SHOWN_FIRST.get(k, ()) + (shapes if k == "serving" else ())))
 
 
 def _column_metric(col: str) -> tuple[Metric, str] | None:

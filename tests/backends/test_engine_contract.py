@@ -88,7 +88,7 @@ class _HttpServerEngine(Engine):
     launches = True
 
     @classmethod
-    def server_command(cls, model, port, device):
+    def server_command(cls, model, port, device, options=None):
         return ServerCommand([sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"],
                              {"FAKE_MODEL": model}, "/")
 

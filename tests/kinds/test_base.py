@@ -33,7 +33,8 @@ def test_a_training_point_keeps_its_key():
     # changed once, on purpose, when the levers became fields (compile_mode, optimizer, loss,
     # head_pad: issue 22): they decide what ran, so they are part of the identity
     assert p.key == "b5fc1c9759dfed33"
-    assert p.key == _sha16(p.model_dump(mode="json", exclude={"timeout_s"}))
+    # the default compile scope (per layer) is left out: keys from before the lever stay
+    assert p.key == _sha16(p.model_dump(mode="json", exclude={"timeout_s", "compile_scope"}))
 
 
 def test_serving_points_keep_their_keys():
@@ -44,11 +45,12 @@ def test_serving_points_keep_their_keys():
     assert given.key == "fde9fff75ab55edf"
     assert launched.key == "857fd8c3725ef98d"
     # a point's key leaves out how it is sent and metered: the loop, the scrape interval, the
-    # warm-up requests, a local client, the power sampling and a load pattern the flags imply
-    # (kinds/serving/kind.py)
+    # warm-up requests, a local client, the power sampling, a load pattern the flags imply and
+    # the plain text request shape (kinds/serving/kind.py)
     dumped = cfg.model_dump(mode="json", exclude={"use_uvloop", "metrics_interval_s",
                                                   "warmup_requests", "executor", "power_sampling",
-                                                  "pattern", "pattern_options"})
+                                                  "pattern", "pattern_options", "shape",
+                                                  "shape_options"})
     assert given.key == _sha16([{"url": "http://127.0.0.1:8000/v1"}, dumped, 1, False])
 
 

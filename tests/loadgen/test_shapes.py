@@ -36,7 +36,7 @@ class Probe(RequestShape):
     forces_output = False
     judged = True
 
-    def plan(self, specs, seed):
+    def plan(self, specs, seed, prompts=None):
         k = self.options.every
         return [tagged(s, "odd" if i % k == k - 1 else "even") for i, s in enumerate(specs)]
 

@@ -142,8 +142,8 @@ def test_refusals_are_clear():
         gguf_synth.synthetic_gguf(CATALOG["genslm-25b"])
     with pytest.raises(ModelError, match="not one of f16, q8_0, q4_0"):
         model_path("tiny-llama", "gguf", gguf_type="q5_k")
-    with pytest.raises(ModelError, match="only a synthetic"):
-        model_path("smollm2-135m", "gguf", gguf_type="q4_0")
+    with pytest.raises(ModelError, match="only a GGUF gets a chosen type"):
+        model_path("smollm2-135m", "hf", gguf_type="q4_0")
     with pytest.raises(ModelError, match="format is hf"):
         model_path("tiny-llama", "hf", gguf_type="f16")
 

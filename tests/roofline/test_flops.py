@@ -25,13 +25,13 @@ def test_attention_term_scales_with_layers_and_seq():
 def test_roofline_training_bound_counts_with_flops_py():
     """One FLOP count: the bound's step time uses flops.py's causal count, its TFLOP/s the MFU
     (full attention) count that `tflops` and `mfu` use."""
-    from llmbench.hardware import get
-    from llmbench.models.catalog import get_arch
     from llmbench.roofline.model import matmul_params, training_bound
+    from llmbench.roofline.workload import facts
 
-    g = get_arch("gpt2-xl")
-    t = training_bound(g, get("H200"), batch_size=16, seq_len=1024)
-    n = matmul_params(g, g.param_count())
+    g, _, f = facts("gpt2-xl", "H200")
+    t = training_bound(f, batch_size=16, seq_len=1024)
+    n = g.param_count() - g.max_position * g.hidden  # tied wte is the head; wpe a lookup table
+    assert matmul_params(f.shape) == n
     tokens = 16 * 1024
     assert t.flops_per_step == tokens * flops_per_token(n, 48, 1600, 1024, causal_attention=True)
     assert t.model_flops_per_step == tokens * flops_per_token(n, 48, 1600, 1024)

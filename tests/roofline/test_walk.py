@@ -1,6 +1,9 @@
 """The walk of an inference group asks the roofline once per record (one call from outside
-roofline/ into it: annotate), and the roofline counts the model's parameters once per bound
-(issue 38; on the code before, a record counted them 8 times from 4 places)."""
+roofline/ into it: annotate), enters roofline/ at most twice per record (annotate, then the
+arithmetic once every fact is gathered: on the code before, hardware.find, the parameter
+counts, dtype_bytes and Record.metric were reached from inside the arithmetic, 6 entries), and
+the roofline counts the model's parameters once per bound (issue 38; on the code before, a
+record counted them 8 times from 4 places)."""
 
 import collections
 import sys
@@ -12,6 +15,7 @@ from llmbench import backends
 from llmbench.backends.base import Backend
 from llmbench.measure.timeline import RequestTimeline
 
+SRC = str(Path(llmbench.__file__).parent)
 ROOF = str(Path(llmbench.__file__).parent / "roofline")
 
 
@@ -50,11 +54,15 @@ def test_a_group_enters_the_roofline_once_per_record(monkeypatch):
                    repeats=1, warmups=0, energy_min_window_s=0) for b in (1, 2, 3)]
     kind = InferenceKind()
     entries, params = collections.Counter(), collections.Counter()
+    rooms: list[bool] = []  # each llmbench function called, in time order: inside roofline/?
 
     def watch(frame, event, arg):
         if event != "call" or frame.f_back is None:
             return
         callee, caller = frame.f_code.co_filename, frame.f_back.f_code.co_filename
+        # functions only: a module's body, a comprehension or a lambda belongs to its place
+        if callee.startswith(SRC) and not frame.f_code.co_name.startswith("<"):
+            rooms.append(callee.startswith(ROOF))
         if callee.startswith(ROOF) and not caller.startswith(ROOF):
             entries[frame.f_code.co_name] += 1
         if frame.f_code.co_name == "param_count" and callee.endswith("catalog.py"):
@@ -68,5 +76,9 @@ def test_a_group_enters_the_roofline_once_per_record(monkeypatch):
     assert [r.status for r in records] == ["ok"] * 3
     assert all(r.roofline.bound for r in records)
     assert entries == {"annotate": 3}
+    # the walk: a call into roofline/ right after a call outside it enters roofline/
+    walk_entries = sum(1 for before, now in zip([False] + rooms, rooms) if now and not before)
+    assert walk_entries <= 2 * len(records)
     # per record: the record's own model.params, and the bound's one count
     assert sum(params.values()) == 6 and len(params) == 2
+    assert any(caller.startswith(ROOF) and name == "facts" for caller, name in params)

@@ -1,8 +1,8 @@
 """Is NEW better than BASE, by how much, and is the difference real?
 
-Pairing: a record's identity is its kind, model, backend name and workload fields, minus the
-fields that only describe how a run was done (repeats, seed, time limits ...) and minus the
-guarded fields below. Backend options (n_threads, ...) are not identity: they are usually the
+Pairing: a record's identity is its kind, model, backend name, request shape with its options,
+and workload fields, minus the fields that only describe how a run was done (repeats, seed,
+time limits ...) and minus the guarded fields below. Backend options (n_threads, ...) are not identity: they are usually the
 change being measured.
 
 Guard: a pair whose records differ in hardware, engine version, sampling, forced output length,
@@ -19,6 +19,7 @@ interval divided by the base mean. "No significant change" means the interval co
 
 from __future__ import annotations
 
+import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -45,6 +46,10 @@ GUARDS: dict[str, tuple[str, ...]] = {
                    "workload.request_rate", "workload.burstiness", "workload.input_len_dist",
                    "workload.dataset", "workload.shared_prefix", "workload.api"),
 }
+# What each request asked of the server (loadgen/shapes/: text, embeddings, rerank, and the
+# shape's options such as inputs per request): part of every identity, never allowed to
+# differ, since two shapes' points measure different work (an absent one is plain text).
+REQUEST_SHAPE = ("request_shape", "request_shape_options")
 GUARDED_WORKLOAD = {p.split(".", 1)[1] for ps in GUARDS.values() for p in ps
                     if p.startswith("workload.")}
 
@@ -68,8 +73,9 @@ def get_path(rec: Record, path: str) -> Any:
 def identity(rec: Record, allow: set[str] = frozenset()) -> tuple:
     w = {k: v for k, v in (rec.workload or {}).items()
          if k not in RUN_SPECIFIC and k not in GUARDED_WORKLOAD and f"workload.{k}" not in allow
-         and isinstance(v, (str, int, float, bool, type(None)))}
-    return (rec.kind, rec.model.name, rec.backend.name, tuple(sorted(w.items())))
+         and k not in REQUEST_SHAPE and isinstance(v, (str, int, float, bool, type(None)))}
+    shape = tuple(json.dumps((rec.workload or {}).get(k), sort_keys=True) for k in REQUEST_SHAPE)
+    return (rec.kind, rec.model.name, rec.backend.name, tuple(sorted(w.items())), shape)
 
 
 def _allowed_paths(allow: set[str]) -> set[str]:

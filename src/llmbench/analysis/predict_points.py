@@ -54,6 +54,7 @@ def row(rec) -> dict | None:
          "point": point_key(name, rec.backend.name, dtype, tp, batch, inp, out),
          "log_batch": math.log2(batch), "log_input": math.log2(inp), "log_output": math.log2(out),
          "log_params": math.log(params), "log_gqa": math.log2(arch.heads / arch.kv_heads),
+         "binding": rec.roofline.binding_resource,
          "memory_bound": float(rec.roofline.binding_resource != "compute"),
          "prefill_share": (bound.get("prefill_s") or 0.0) / lat if lat else 0.0,
          "log_devices": math.log2(max(rec.roofline.devices or 1, 1)),

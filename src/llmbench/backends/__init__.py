@@ -21,6 +21,9 @@ REGISTRY: dict[str, str] = {
     "transformers": "llmbench.backends.transformers:TransformersBackend",
     "vllm": "llmbench.backends.vllm:VllmBackend",
 }
+# The numerical reference that fidelity compares every engine with (kinds/inference/fidelity.py):
+# the one engine here that runs a model in fp32 on any CPU, one prompt at a time.
+REFERENCE = "transformers"
 
 
 def engine_class(name: str, field: str = "backend") -> type[Engine]:

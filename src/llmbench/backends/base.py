@@ -36,6 +36,9 @@ class Backend(Engine, ABC):
     supports: ClassVar[frozenset[str]] = frozenset()
     #: Whether `loglikelihood` is implemented (perplexity workload).
     scores_text: ClassVar[bool] = False
+    #: What `next_token_logprobs` returns (fidelity): "full" rows over the vocabulary, "top-k"
+    #: mappings of the k most likely tokens, or None when it is not implemented.
+    next_token_logprobs_kind: ClassVar[str | None] = None
 
     def __init__(self, call: EngineCall, model: ModelRef):
         self.model = model
@@ -120,6 +123,13 @@ class Backend(Engine, ABC):
         """Sum of negative log-likelihoods (nats) and number of scored tokens, with the
         sliding-window scheme of backends/windows.py."""
         raise SpecError([("workload", f"backend {self.name!r} cannot compute perplexity")])
+
+    def next_token_logprobs(self, sequence: list[int], start: int, top_k: int):
+        """Teacher-forced next-token log-probabilities (natural log) after each position
+        start - 1 .. len(sequence) - 2, i.e. the distributions the tokens sequence[start:] were
+        drawn from: an array (positions x vocab) when next_token_logprobs_kind is "full", a
+        list of {token: log-prob} of the top_k (and the actual token) when "top-k"."""
+        raise SpecError([("fidelity", f"backend {self.name!r} returns no log-probabilities")])
 
     def memory_peak_gib(self) -> float | None:
         return None

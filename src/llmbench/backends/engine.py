@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from llmbench.errors import EngineNotInstalled, SpecError
 
 if TYPE_CHECKING:
+    from llmbench.backends.options import EngineOptions
     from llmbench.hardware import Hardware
     from llmbench.models.catalog import ModelArch
 
@@ -101,8 +102,11 @@ class Engine:
 
     # -- its server -----------------------------------------------------------------------------
     @classmethod
-    def server_command(cls, model: str, port: int, device: str) -> ServerCommand:
-        """The command that serves `model` on 127.0.0.1:`port`, computing on `device`."""
+    def server_command(cls, model: str, port: int, device: str,
+                       options: EngineOptions | None = None) -> ServerCommand:
+        """The command that serves `model` on 127.0.0.1:`port`, computing on `device`, in the
+        mode `options` asks (`embedding`: the pooling endpoints); an engine refuses a mode it
+        cannot serve (SpecError)."""
         raise SpecError([("--launch", f"llmbench cannot start a {cls.name} server; start it "
                                       "yourself and give its URL")])
 

@@ -28,6 +28,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from llmbench.backends.base import Backend
+from llmbench.backends.options import EngineOptions
 from llmbench.backends.engine import PrometheusNames, RooflineAsk, ServerCommand, WeightRule
 from llmbench.errors import EngineError
 from llmbench.measure.timeline import RequestTimeline
@@ -45,7 +46,8 @@ class LlamaCppOptions(BaseModel):
     flash_attn: bool | None = Field(None, description="default: llama.cpp's auto (on where every "
                                                       "device supports it)")
     gguf_type: Literal["f16", "q8_0", "q4_0"] | None = Field(
-        None, description="a synthetic model's random-weight GGUF type (default f16)")
+        None, description="a synthetic model's random-weight GGUF type (default f16); a real "
+        "GGUF re-written in it by llama.cpp's quantiser (default: the file's own types)")
 
 
 class LlamaCppBackend(Backend):
@@ -56,6 +58,7 @@ class LlamaCppBackend(Backend):
     Options = LlamaCppOptions
     supports = frozenset({"kv_cache_dtype"})
     scores_text = True
+    next_token_logprobs_kind = "full"
     launches = True
     # llama-cpp-python 0.3.36's CUDA build segfaults while loading a model when numpy was
     # imported before it (seen on the H200: numpy 2.5 loaded first, then
@@ -72,10 +75,12 @@ class LlamaCppBackend(Backend):
                 "kv_cache_usage": ("llamacpp:kv_cache_usage_ratio",)})
 
     @classmethod
-    def server_command(cls, model: str, port: int, device: str) -> ServerCommand:
+    def server_command(cls, model: str, port: int, device: str,
+                       options: EngineOptions | None = None) -> ServerCommand:
         """llama-cpp-python's OpenAI server. interrupt_requests off: its default aborts a running
         stream when a new request comes, which would turn every concurrency > 1 into truncated
-        answers."""
+        answers. `embedding`: its /v1/embeddings on (the model's own pooling type: none for
+        SmolLM2's GGUF, one vector per token; the server has no flag to set it)."""
         from llmbench.models.sources import model_path, resolve
 
         argv = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path(model, "gguf")),
@@ -83,6 +88,8 @@ class LlamaCppBackend(Backend):
                 "--n_threads", str(os.cpu_count() or 1), "--interrupt_requests", "False"]
         if device.startswith("cuda"):
             argv += ["--n_gpu_layers", "-1"]
+        if options is not None and options.embedding:
+            argv += ["--embedding", "True"]
         return ServerCommand(argv, {}, "/v1/models")
 
     @classmethod
@@ -97,10 +104,6 @@ class LlamaCppBackend(Backend):
         kv = call.options.kv_cache_dtype
         if kv is not None and kv not in _KV_TYPES and kv != "auto":
             problems.append(("options.kv_cache_dtype", f"{kv!r} is not one of {sorted(_KV_TYPES)}"))
-        if (call.backend_options or {}).get("gguf_type") and model.source != "synthetic":
-            problems.append(("backend_options.llamacpp.gguf_type",
-                             f"only a synthetic (random-weight) model's GGUF is written in a chosen type; "
-                             f"{model.name!r} is {model.source} and has its own"))
         if model.source == "synthetic" and model.arch is not None:
             from llmbench.models.gguf_synth import gguf_unsupported
 
@@ -126,8 +129,7 @@ class LlamaCppBackend(Backend):
         gpu = self.call.device.startswith("cuda")
         self.n_threads = o.n_threads or os.cpu_count() or 1
         self.n_gpu_layers = o.n_gpu_layers if o.n_gpu_layers is not None else (-1 if gpu else 0)
-        self.path = model_path(self.call.model, "gguf",
-                               gguf_type=o.gguf_type if self.model.synthetic_weights else None)
+        self.path = model_path(self.call.model, "gguf", gguf_type=o.gguf_type)
         with _llama_log(llama_cpp) as log:
             self.llm = llama_cpp.Llama(str(self.path), n_ctx=512, n_threads=self.n_threads,
                                        n_gpu_layers=self.n_gpu_layers, verbose=False)
@@ -332,6 +334,30 @@ class LlamaCppBackend(Backend):
         finally:
             ll.llama_batch_free(batch)
         return nll, count
+
+    def next_token_logprobs(self, sequence: list[int], start: int, top_k: int):
+        """The sequence decoded in one context with logits at every position (llama.cpp's
+        logits_all), in chunks of n_batch; log-softmax in float64."""
+        import numpy as np
+
+        from scipy.special import log_softmax
+
+        ll = self._ll
+        self._context(1, len(sequence) + 16)
+        ll.llama_memory_clear(ll.llama_get_memory(self.ctx), True)
+        batch = ll.llama_batch_init(self._batch_cap, 0, 1)
+        rows = []
+        try:
+            for c in range(0, len(sequence), self._batch_cap):
+                part = sequence[c:c + self._batch_cap]
+                want = [c + i >= start - 1 for i in range(len(part))]
+                self._decode(batch, part, list(range(c, c + len(part))), [0] * len(part), want)
+                for i in (i for i, w in enumerate(want) if w):
+                    ptr = ll.llama_get_logits_ith(self.ctx, i)
+                    rows.append(np.ctypeslib.as_array(ptr, shape=(self._n_vocab,)).astype(np.float64))
+        finally:
+            ll.llama_batch_free(batch)
+        return log_softmax(np.stack(rows[:len(sequence) - start]).astype(np.float64), axis=-1)
 
 
 _FA_NAMES = {None: "auto", True: "enabled", False: "disabled"}

@@ -21,3 +21,7 @@ class EngineOptions(BaseModel):
     compile: bool = False
     attn_impl: str | None = Field(None, description="sdpa|eager|flash_attention_2 ...")
     kv_cache: Literal["dynamic", "static"] | None = None
+    # A launched server's mode, not an offline option (no backend's `supports` has it): left out
+    # of dumps so that offline point keys stay what they were.
+    embedding: bool = Field(False, exclude=True, description="serve the model's pooling "
+                            "endpoints (embeddings, score/rerank) instead of generation")

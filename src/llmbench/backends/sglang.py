@@ -38,6 +38,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from llmbench.backends.base import Backend
+from llmbench.backends.options import EngineOptions
 from llmbench.backends.call import EngineCall
 from llmbench.backends.engine import PrometheusNames, ServerCommand
 from llmbench.errors import EngineError, SpecError
@@ -108,11 +109,15 @@ class SglangBackend(Backend):
     supports = frozenset({"tensor_parallel", "pipeline_parallel", "kv_cache_dtype", "weight_quant"})
 
     @classmethod
-    def server_command(cls, model: str, port: int, device: str) -> ServerCommand:
+    def server_command(cls, model: str, port: int, device: str,
+                       options: EngineOptions | None = None) -> ServerCommand:
         """SGLang's HTTP server with /metrics on. Readiness is /health, which answers 200 only
         once one token was generated (polled before the load only, never during a point)."""
         from llmbench.models.sources import model_path, resolve
 
+        if options is not None and options.embedding:
+            raise SpecError([("--shape", "llmbench does not launch SGLang's embedding mode; "
+                                         "start it yourself and give its URL")])
         ref = resolve(model)
         if ref.source == "gguf":
             raise SpecError([("model", f"SGLang here serves HF models; {ref.name!r} is a GGUF file")])

@@ -80,6 +80,7 @@ class TransformersBackend(Backend):
     Options = TransformersOptions
     supports = frozenset({"compile", "attn_impl", "kv_cache"})
     scores_text = True
+    next_token_logprobs_kind = "full"
 
     @classmethod
     def check(cls, call: EngineCall, model) -> list[tuple[str, str]]:
@@ -426,6 +427,14 @@ class TransformersBackend(Backend):
                 nll -= float(logp.sum())
                 count += int(targets.numel())
         return nll, count
+
+    def next_token_logprobs(self, sequence: list[int], start: int, top_k: int):
+        """One forward pass over the whole sequence (the prefill path), log-softmax in float64."""
+        torch = self._torch
+        with torch.inference_mode():
+            ids = torch.tensor([sequence], dtype=torch.long, device=self.device)
+            logits = self.hf(input_ids=ids, use_cache=False).logits[0, start - 1:-1].double()
+            return torch.log_softmax(logits, dim=-1).cpu().numpy()
 
 
 def event_times_s(anchor_s: float, offsets_ms: list[float]) -> list[float]:

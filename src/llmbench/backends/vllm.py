@@ -60,6 +60,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from llmbench.backends.base import Backend
+from llmbench.backends.options import EngineOptions
 from llmbench.backends.engine import PrometheusNames, ServerCommand
 from llmbench.errors import EngineError
 from llmbench.measure.timeline import RequestTimeline
@@ -122,12 +123,16 @@ class VllmBackend(Backend):
                     "e2e_s": ("vllm:e2e_request_latency_seconds",),
                     "queue_s": ("vllm:request_queue_time_seconds",)})
     Options = VllmOptions
+    next_token_logprobs_kind = "top-k"  # prompt_logprobs: at most max_logprobs (20) per position
     supports = frozenset({"tensor_parallel", "pipeline_parallel", "kv_block_size", "kv_cache_dtype",
                           "weight_quant", "compile"})
 
     @classmethod
-    def server_command(cls, model: str, port: int, device: str) -> ServerCommand:
-        """vLLM's OpenAI server (no --disable-log-stats: it stops /metrics counting)."""
+    def server_command(cls, model: str, port: int, device: str,
+                       options: EngineOptions | None = None) -> ServerCommand:
+        """vLLM's OpenAI server (no --disable-log-stats: it stops /metrics counting).
+        `embedding`: the pooling runner, a generative model converted to embed with the last
+        token's state pooled (a causal model's only summary of the whole input)."""
         from llmbench.models.sources import model_path, resolve
 
         ref = resolve(model)
@@ -136,6 +141,9 @@ class VllmBackend(Backend):
                 "--host", "127.0.0.1", "--port", str(port), "--max-model-len", "2048"]
         if ref.synthetic_weights:  # config + made-up tokenizer only: random weights
             argv += ["--load-format", "dummy"]
+        if options is not None and options.embedding:
+            argv += ["--runner", "pooling", "--convert", "embed",
+                     "--pooler-config", '{"pooling_type": "LAST"}']
         env: dict[str, str] = {}
         if device == "cpu":
             argv.append("--enforce-eager")  # bf16 + torch.compile gave wrong tokens on the CPU;
@@ -388,6 +396,7 @@ class VllmBackend(Backend):
         inputs = _render([{"prompt_token_ids": list(p)} for p in prompts], engine)
         timelines = [RequestTimeline(t_ref=t_ref, t_send=None, prompt_tokens=len(p)) for p in prompts]
         index: dict[str, int] = {}
+        tokens: list[list[int]] = [[] for _ in prompts]
         added: list[str] = []
         stats: dict[int, Any] = {}
         try:
@@ -403,6 +412,7 @@ class VllmBackend(Backend):
                 for out in outputs:
                     i = index[out.request_id]
                     timelines[i].add(t, len(out.outputs[0].token_ids))
+                    tokens[i].extend(out.outputs[0].token_ids)
                     if out.finished:
                         stats[i] = out.metrics
                         seen = out.prompt_token_ids
@@ -414,7 +424,19 @@ class VllmBackend(Backend):
                 engine.abort_request(added, internal=True)
             raise
         self._last = engine_view(stats.values(), t_ref, time.perf_counter() - time.monotonic())
+        self.last_tokens = tokens  # the generated ids per sequence (fidelity compares them)
         return timelines
+
+    def next_token_logprobs(self, sequence: list[int], start: int, top_k: int):
+        """vLLM's prompt_logprobs of the whole sequence as a prompt (its prefill path): per
+        position the top_k tokens and the actual one, {token: log-prob}."""
+        from vllm import SamplingParams
+
+        params = SamplingParams(temperature=0.0, max_tokens=1, prompt_logprobs=top_k,
+                                detokenize=False)
+        (out,) = self.llm.generate([{"prompt_token_ids": list(sequence)}], params, use_tqdm=False)
+        return [{int(t): float(lp.logprob) for t, lp in pos.items()}
+                for pos in out.prompt_logprobs[start:]]
 
     def engine_timings(self) -> dict[str, float]:
         return dict(self._last)

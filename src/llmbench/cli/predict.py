@@ -1,8 +1,9 @@
 """`llmbench predict`: expected throughput and latency on hardware you may not have, the
 roofline bound times an efficiency learned from the study's measurements, with an interval
 from held-out validation (analysis/predict.py); `--validate` prints that validation and
-`--check DIR` predicts your own records and prints the error. Predictions are printed, never
-stored: they are not measurements."""
+`--check DIR` predicts your own records and prints the error. `--save` also stores the
+prediction as a record of kind `estimate` (kinds/estimate), which every view marks and never
+ranks beside measurements unless asked."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Optional
 import typer
 
 from llmbench.errors import SpecError, did_you_mean
+from llmbench.store.store import DEFAULT_RESULTS
 
 
 def register(app: typer.Typer) -> None:
@@ -33,6 +35,9 @@ def predict(
                                   "accelerator in turn and print the error beside two baselines"),
     check: Optional[Path] = typer.Option(None, "--check", help="a results directory: predict its "
                                          "inference records from the study alone, print the error"),
+    save: bool = typer.Option(False, "--save", help="also store the prediction as a record of "
+                              "kind `estimate` in --results"),
+    results: Path = typer.Option(DEFAULT_RESULTS, "--results", help="where --save writes"),
 ) -> None:
     """Expected throughput and batch latency with a 90% interval, and the records it rests on."""
     from llmbench.analysis import predict_report as rep
@@ -51,8 +56,23 @@ def predict(
     missing = [f"--{n}" for n, v in (("model", model), ("engine", engine), ("hardware", hardware)) if not v]
     if missing:
         raise SpecError([(m, "required for a prediction (or give --validate or --check)") for m in missing])
-    print(rep.prediction_text(train, _point(model, engine, hardware, dtype, batch_size,
-                                            input_len, output_len, tp, train)))
+    point = _point(model, engine, hardware, dtype, batch_size, input_len, output_len, tp, train)
+    print(rep.prediction_text(train, point))
+    if save:
+        print(f"estimate record: {_save(study, point.iloc[0], train, results)}")
+
+
+def _save(study: Path, q, train, results: Path) -> Path:
+    from llmbench.kinds.estimate.kind import EstimatePoint, estimate_record
+    from llmbench.kinds.registry import get_kind
+    from llmbench.store.record import new_run_id
+    from llmbench.store.store import Store
+
+    p = EstimatePoint(study=str(study), model=q["model"], engine=q["engine"], hardware=q["hardware"],
+                      dtype=q["dtype"], batch_size=int(q["batch"]), input_len=int(q["input_len"]),
+                      output_len=int(q["output_len"]), tp=int(q["devices"]))
+    rec = estimate_record(get_kind("estimate").base_record(p, new_run_id(), None), train, p)
+    return Store(results).write(rec)
 
 
 def _point(model, engine, hardware, dtype, batch, inp, out, tp, train):

@@ -106,15 +106,16 @@ def _results(results: Path, format: str, where: str | None, sort: str | None, li
         show, same, headers = chosen, {}, {c: _header(c) for c in chosen}
     else:
         show, same, headers = compact_columns(cols, rows, cells)
-    # Kept whatever the width: the sort key and the first two metrics.
+    show, estimates = mark_estimates(show, cols, rows, cells, headers)
+    # Kept whatever the width: the sort key, the first two metrics, an estimate's mark.
     metric_cols = set(shown_first(KINDS))
     must = [c for c in show if c == (sort or "").lstrip("-")] + \
-        [c for c in show if c in metric_cols][:2]
+        [c for c in show if c in metric_cols][:2] + (["kind"] if estimates else [])
     show, dropped = fit_columns(show, must, cells, numeric, headers, out.width, metric_cols)
     shown = f"{len(rows)} of {total}" if len(rows) < total else f"{total}"
     caption = [x for x in (_same_caption(same), dropped and
                f"left out for the terminal's width: {', '.join(dropped)} (--columns picks)") if x]
-    t = Table(title=f"{shown} record(s) in {results}", caption="\n".join(caption) or None,
+    t = Table(title=f"{shown} record(s) in {results}{estimates}", caption="\n".join(caption) or None,
               caption_justify="left")
     for c in show:
         if c in numeric:
@@ -127,6 +128,22 @@ def _results(results: Path, format: str, where: str | None, sort: str | None, li
     for i in range(len(rows)):
         t.add_row(*[cells[c][i] for c in show])
     out.print(t)
+
+
+def mark_estimates(show: list[str], cols: list[str], rows: list[tuple], cells: dict[str, list[str]],
+                   headers: dict[str, str]) -> tuple[list[str], str]:
+    """Estimates (llmbench predict --save) never pass for measurements: their kind column is
+    shown, spelled ESTIMATE, and the title counts them."""
+    if "kind" not in cols:
+        return show, ""
+    kinds = [r[cols.index("kind")] for r in rows]
+    n = kinds.count("estimate")
+    if not n:
+        return show, ""
+    cells["kind"] = ["ESTIMATE" if k == "estimate" else (k or "") for k in kinds]
+    headers.setdefault("kind", "kind")
+    shown = show if "kind" in show else ["kind", *show]
+    return shown, f" · {n} ESTIMATE(S): predicted by llmbench predict, not measured"
 
 
 def _header(c: str) -> str:

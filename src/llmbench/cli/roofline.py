@@ -40,9 +40,10 @@ def roofline(
     """Lower bounds on prefill, decode, TTFT, TPOT, batch latency and throughput (or a training
     step) from datasheet peaks, and which resource binds."""
     from llmbench.hardware import get
-    from llmbench.models.catalog import canonical_name, get_arch
+    from llmbench.models.catalog import canonical_name
     from llmbench.models.dtypes import dtype_bytes
     from llmbench.roofline.model import Workload, inference_bound, training_bound
+    from llmbench.roofline.workload import facts
 
     if remeasure:
         from llmbench.hardware import cpu
@@ -76,9 +77,9 @@ def roofline(
         problems.extend(e.problems)
     if problems:
         raise SpecError(problems)
-    arch = get_arch(name)
+    arch, _, fx = facts(name, hardware)
     if training:
-        b = training_bound(arch, hw, batch_size=batch_size, seq_len=input_len,
+        b = training_bound(fx, batch_size=batch_size, seq_len=input_len,
                            devices=tensor_parallel, dtype=weight_dtype)
         wl = {"batch_size": batch_size, "seq_len": input_len, "devices": tensor_parallel,
               "dtype": weight_dtype}
@@ -86,9 +87,9 @@ def roofline(
         w = Workload(batch_size, input_len, output_len, weight_dtype.lower(),
                      kv_dtype.lower() if kv_dtype else None, None, None, tensor_parallel,
                      pipeline_parallel, expert_parallel, not no_kv_cache)
-        b = inference_bound(arch, hw, w)
+        b = inference_bound(fx, w)
         wl = asdict(w)
-    doc = {"model": arch.name, "params": arch.param_count(), "hardware": hw.id,
+    doc = {"model": arch.name, "params": fx.shape.params, "hardware": hw.id,
            "hardware_name": hw.name, "hardware_source": hw.source, "workload": wl, **b.as_dict()}
     if format == "json":
         json.dump(doc, sys.stdout, indent=1)

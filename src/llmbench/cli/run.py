@@ -50,6 +50,9 @@ def run(
     power_sampling: Optional[str] = _spec_flag(
         "power_sampling", "auto | dense | off: the power-sampling thread inside the window "
         "(auto: dense only where the energy counter fails); recorded, not part of the point"),
+    fidelity: Optional[int] = typer.Option(
+        None, "--fidelity", min=1, help="offline: compare greedy tokens and log-probabilities on N "
+        "prompts with transformers fp32 on the CPU (cached; docs/fidelity.md)"),
     option: list[str] = typer.Option([], "--option", "-o",
                                      help="engine option KEY=V[,V..], e.g. compile=false,true"),
     backend_option: list[str] = typer.Option([], "--backend-option", "-B",
@@ -87,7 +90,7 @@ def run(
             ov[key] = int_list(val, "--" + key.replace("_", "-"))
     for key, val in (("device", device), ("repeats", repeats), ("warmups", warmups),
                      ("workload", workload), ("timeout_s", timeout),
-                     ("power_sampling", power_sampling)):
+                     ("power_sampling", power_sampling), ("fidelity", fidelity)):
         if val is not None:
             ov[key] = val
     if option:

@@ -38,6 +38,11 @@ def serve(
     shape: str = typer.Option("text", "--shape", help="request shape: " + ", ".join(SHAPES)
                               + " (what each request asks beyond its prompt; default plain text)"),
     shape_opt: list[str] = typer.Option([], "--shape-opt", help="KEY=VALUE: an option of --shape's own (repeat)"),
+    structured: Optional[str] = typer.Option(None, "--structured", help="json-schema=FILE | regex=PATTERN | "
+                                             "choice=A,B,C: the structured request shape (chat), each answer judged"),
+    tools: Optional[Path] = typer.Option(None, "--tools", help="OpenAI tool definitions (JSON list): the tools "
+                                         "request shape (chat), each tool call judged"),
+    tool_choice: str = typer.Option("auto", "--tool-choice", help="auto | required (with --tools)"),
     trace: Optional[Path] = typer.Option(None, "--trace", help="replay a timestamped trace: Mooncake JSONL, Azure or BurstGPT CSV"),
     trace_format: str = typer.Option("auto", "--trace-format", help="auto | mooncake | azure | burstgpt"),
     trace_speedup: float = typer.Option(1.0, "--trace-speedup", help="replay the trace this many times faster"),
@@ -118,7 +123,7 @@ def serve(
         use_uvloop=uvloop, workers=workers, executor=executor, server_metrics=server_metrics, metrics_interval_s=metrics_interval,
         power_sampling=power_sampling,
         pattern=pattern, pattern_options=_options(pattern_opt, "--pattern-opt"),
-        shape=shape, shape_options=_options(shape_opt, "--shape-opt"),
+        **_shape_flags(shape, _options(shape_opt, "--shape-opt"), structured, tools, tool_choice),
         trace=trace, trace_format=trace_format, trace_speedup=trace_speedup,
         max_input_len=max_input_len, max_output_len=max_output_len, find_max_rate=find_max_rate,
         slo_fraction=slo_fraction, rate_tolerance=rate_tolerance, max_points=max_points)
@@ -240,6 +245,25 @@ def capacity(result: dict, cfg) -> None:
     else:
         out.print(f"capacity: {lo:.3g} req/s with {cfg.slo_fraction:.0%} of requests meeting {slo}"
                   + (f" ({span}; {result['reason']})" if span else f" ({result['reason']})"))
+
+
+def _shape_flags(shape: str, options: dict, structured: str | None, tools: Path | None,
+                 tool_choice: str) -> dict:
+    """--structured / --tools as the shape and options they name (--shape-opt adds to them,
+    e.g. dialect=llamacpp)."""
+    named = [f for f, v in (("--structured", structured), ("--tools", tools)) if v is not None]
+    if len(named) > 1 or (named and shape != "text"):
+        raise SpecError([(named[0], "one request shape at a time: "
+                                    + ", ".join(named + (["--shape"] if shape != "text" else [])))])
+    if structured is not None:
+        from llmbench.loadgen.shapes.structured import parse_flag
+
+        return {"shape": "structured", "shape_options": {**parse_flag(structured), **options}}
+    if tools is not None:
+        return {"shape": "tools", "shape_options": {"file": str(tools), "tool_choice": tool_choice, **options}}
+    if tool_choice != "auto":
+        raise SpecError([("--tool-choice", "goes with --tools")])
+    return {"shape": shape, "shape_options": options}
 
 
 def _options(items: list[str], flag: str) -> dict:

@@ -16,6 +16,7 @@ from dash import ALL, Input, Output, State, dcc, html
 from dash.exceptions import PreventUpdate
 
 from llmbench.dashboard import compare as compare_view
+from llmbench.dashboard import fidelity as fidelity_view
 from llmbench.dashboard import findings as findings_view
 from llmbench.dashboard.source import Source
 from llmbench.report import best as best_mod
@@ -204,7 +205,9 @@ def _best_layout(data: Data) -> html.Div:
             {"label": "latency", "value": "latency"},
             {"label": "efficiency vs roofline", "value": "efficiency"}])),
         _control("Data", dcc.Checklist(id="b-src", value=["own", "reference"], inline=True, options=[
-            {"label": " own ", "value": "own"}, {"label": " reference", "value": "reference"}])),
+            {"label": " own ", "value": "own"}, {"label": " reference", "value": "reference"},
+            # llmbench predict --save: off by default, and marked ESTIMATE when ranked
+            {"label": " estimates", "value": "estimate"}])),
         html.P(best_mod.__doc__.split("\n\n")[1].replace("\n", " "), className="help small"),
     ], className="side")
     main = html.Div([
@@ -276,6 +279,8 @@ def create_app(results: Path | str, poll_s: float = 10.0, index: Index | None = 
                         style=TAB, selected_style=TAB_ON),
                 dcc.Tab(label="Findings", value="findings", children=findings_view.layout(results),
                         style=TAB, selected_style=TAB_ON),
+                dcc.Tab(label="Fidelity", value="fidelity", children=fidelity_view.layout(),
+                        style=TAB, selected_style=TAB_ON),
             ]),
             dcc.Interval(id="tick", interval=int(poll_s * 1000)),
             dcc.Store(id="version", data=source.version),
@@ -284,6 +289,7 @@ def create_app(results: Path | str, poll_s: float = 10.0, index: Index | None = 
     app.layout = layout
     compare_view.register(app, results)
     findings_view.register(app, results)
+    fidelity_view.register(app, source)
 
     @app.callback(Output("version", "data"), Output("counts", "children"),
                   Input("tick", "n_intervals"), prevent_initial_call=True)

@@ -14,6 +14,7 @@ REGISTRY: dict[str, str] = {
     "inference": "llmbench.kinds.inference.kind:InferenceKind",
     "serving": "llmbench.kinds.serving.kind:ServingKind",
     "training": "llmbench.kinds.training.kind:TrainingKind",
+    "estimate": "llmbench.kinds.estimate.kind:EstimateKind",
 }
 
 

@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from llmbench.backends.options import EngineOptions
 from llmbench.errors import EngineError, SpecError, did_you_mean
 
 
@@ -93,11 +94,12 @@ def stop(proc: subprocess.Popen, grace_s: float = 15.0) -> None:
 
 @contextmanager
 def launched(engine: str, model: str, *, device: str = "cpu", extra_args: list[str] | None = None,
-             ready_timeout_s: float = 300.0, log_dir: Path | None = None) -> Iterator[Launched]:
+             ready_timeout_s: float = 300.0, log_dir: Path | None = None,
+             options: EngineOptions | None = None) -> Iterator[Launched]:
     cls = server_engine(engine)
     cls.require_installed()
     port = free_port()
-    cmd = cls.server_command(model, port, device)
+    cmd = cls.server_command(model, port, device, options)
     argv, env, health = cmd.argv + list(extra_args or []), cmd.env, cmd.health_path
     log_dir = Path(log_dir or tempfile.mkdtemp(prefix="llmbench-server-"))
     log_dir.mkdir(parents=True, exist_ok=True)

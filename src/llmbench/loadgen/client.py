@@ -102,6 +102,9 @@ class Outcome:
     t_first_answer: float | None = None
     reasoning_text: str = ""
     tag: str | None = None          # the request's RequestSpec.tag
+    # Streamed tool calls (`delta.tool_calls`), by index: {"name", "arguments"} with the
+    # argument fragments joined; a fragment is generated output, timed like text.
+    tool_calls: list[dict[str, str]] = field(default_factory=list)
     invalid: str | None = None      # a judged shape's cause of an answer not as asked
 
     @property
@@ -112,8 +115,17 @@ class Outcome:
 try:  # msgspec decodes the few fields needed ~5x faster than json (it ships with vLLM)
     import msgspec
 
+    class _Function(msgspec.Struct):
+        name: str | None = None
+        arguments: str | None = None
+
+    class _ToolCall(msgspec.Struct):
+        index: int = 0
+        function: _Function | None = None
+
     class _Delta(msgspec.Struct):
         content: str | None = None
+        tool_calls: list[_ToolCall] | None = None
         reasoning_content: str | None = None
         reasoning: str | None = None        # newer vLLM's name for the same field
 
@@ -136,10 +148,14 @@ except ImportError:  # pragma: no cover - the generic path below does the same
     _fast = None
 
 
-def _decode(payload: bytes) -> tuple[str | None, str, int | None, int | None, str | None, bool, str]:
+Fragment = tuple[int, str, str]     # a streamed tool call's (index, name part, arguments part)
+
+
+def _decode(payload: bytes) -> tuple[str | None, str, int | None, int | None, str | None, bool, str,
+                                     list[Fragment]]:
     """(error, text, cumulative completion tokens, prompt tokens, finish reason, has choice,
-    the part of text that is reasoning); raises ValueError for an event that is not a JSON
-    object."""
+    the part of text that is reasoning, tool-call fragments); raises ValueError for an event
+    that is not a JSON object."""
     if _fast is not None:
         try:
             c = _fast(payload)
@@ -150,35 +166,38 @@ def _decode(payload: bytes) -> tuple[str | None, str, int | None, int | None, st
         else:
             if c.error:
                 e = c.error
-                return str(e.get("message") if isinstance(e, dict) else e), "", None, None, None, False, ""
+                return str(e.get("message") if isinstance(e, dict) else e), "", None, None, None, False, "", []
             u = c.usage
             cum, prompt = (u.completion_tokens, u.prompt_tokens) if u else (None, None)
             if not c.choices:
-                return None, "", cum, prompt, None, False, ""
+                return None, "", cum, prompt, None, False, "", []
             ch = c.choices[0]
-            reasoning = ""
+            reasoning, calls = "", []
             if ch.text is not None:
                 text = ch.text
             elif ch.delta is not None:
                 reasoning = ch.delta.reasoning_content or ch.delta.reasoning or ""
                 text = (ch.delta.content or "") + reasoning
+                calls = [(tc.index, tc.function.name or "", tc.function.arguments or "")
+                         for tc in ch.delta.tool_calls or () if tc.function is not None]
             else:
                 text = ""
-            return None, text, cum, prompt, ch.finish_reason, True, reasoning
+            return None, text, cum, prompt, ch.finish_reason, True, reasoning, calls
     obj = json.loads(payload)
     if not isinstance(obj, dict):
         raise ValueError("event is not a JSON object")
     if obj.get("error"):
         e = obj["error"]
-        return str(e.get("message") if isinstance(e, dict) else e), "", None, None, None, False, ""
+        return str(e.get("message") if isinstance(e, dict) else e), "", None, None, None, False, "", []
     usage = obj.get("usage")
     usage = usage if isinstance(usage, dict) else {}
     cum, prompt = _int_or_none(usage.get("completion_tokens")), _int_or_none(usage.get("prompt_tokens"))
     choices = obj.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
-        return None, "", cum, prompt, None, False, ""
+        return None, "", cum, prompt, None, False, "", []
     text, reasoning = _text_of(choices[0])
-    return None, text, cum, prompt, choices[0].get("finish_reason"), True, reasoning
+    return (None, text, cum, prompt, choices[0].get("finish_reason"), True, reasoning,
+            _tool_fragments(choices[0]))
 
 
 def _int_or_none(v) -> int | None:
@@ -196,6 +215,20 @@ def _text_of(choice: dict) -> tuple[str, str]:
     content, reasoning = d.get("content"), d.get("reasoning_content") or d.get("reasoning")
     reasoning = reasoning if isinstance(reasoning, str) else ""
     return (content if isinstance(content, str) else "") + reasoning, reasoning
+
+
+def _tool_fragments(choice: dict) -> list[Fragment]:
+    d = choice.get("delta")
+    calls = d.get("tool_calls") if isinstance(d, dict) else None
+    out = []
+    for tc in calls if isinstance(calls, list) else ():
+        fn = tc.get("function") if isinstance(tc, dict) else None
+        if isinstance(fn, dict):
+            idx = tc.get("index")
+            name, args = fn.get("name"), fn.get("arguments")
+            out.append((idx if isinstance(idx, int) else 0, name if isinstance(name, str) else "",
+                        args if isinstance(args, str) else ""))
+    return out
 
 
 def answer_text(resp: Response) -> str:
@@ -230,11 +263,13 @@ def interpret(resp: Response, t_ref: float, spec: RequestSpec,
 
     events: list[tuple[float, str, int | None]] = []   # (t, text, cumulative completion tokens)
     reasoning: list[str] = []
+    answer: list[str] = []
+    calls: dict[int, dict[str, str]] = {}
     for t, payload in parse_all(resp.pieces):
         if payload == b"[DONE]" or payload.strip() == b"[DONE]":
             continue
         try:
-            err, text, cum, prompt, finish, has_choice, thought = _decode(payload)
+            err, text, cum, prompt, finish, has_choice, thought, fragments = _decode(payload)
         except ValueError:
             return fail("malformed_sse", f"unparseable event {payload[:120]!r}")
         if err:
@@ -247,8 +282,15 @@ def interpret(resp: Response, t_ref: float, spec: RequestSpec,
             continue
         if finish:
             out.finish_reason = finish
-        if text or cum:
-            events.append((t, text, cum))
+        for i, name, args in fragments:
+            call = calls.setdefault(i, {"name": "", "arguments": ""})
+            call["name"] += name
+            call["arguments"] += args
+        answer.append(text)
+        # a tool call's fragment is output like text: the event's text for the token count
+        generated = text + "".join(n + a for _, n, a in fragments)
+        if generated or cum:
+            events.append((t, generated, cum))
         if thought:
             reasoning.append(thought)
             if out.t_first_reasoning is None:
@@ -258,7 +300,8 @@ def interpret(resp: Response, t_ref: float, spec: RequestSpec,
     out.reasoning_text = "".join(reasoning)
 
     out.chunk_texts = [e[1] for e in events]
-    out.text = "".join(out.chunk_texts)
+    out.text = "".join(answer)
+    out.tool_calls = [calls[i] for i in sorted(calls)]
     if not events:
         return fail("no_tokens", "the stream carried no generated text")
     out.n_events = len(events)

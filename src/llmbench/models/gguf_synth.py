@@ -277,6 +277,7 @@ def quantize(source: Path, out: Path, gguf_type: str) -> None:
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype = _FTYPE[gguf_type]
     params.nthread = os.cpu_count() or 1
+    params.allow_requantize = True  # a real model's quantised GGUF (models/gguf_quantize.py)
     rc = llama_cpp.llama_model_quantize(str(source).encode(), str(out).encode(), ctypes.byref(params))
     if rc != 0:
         raise ModelError([("format gguf", f"llama.cpp failed to quantise {source.name} to "

@@ -135,18 +135,29 @@ def smollm2_gguf() -> Path:
     return path
 
 
+def weights_identity(name: str) -> str:
+    """Where a model's reference weights come from, for a cache key: its HF files, or a local
+    GGUF file (which has no HF form)."""
+    ref = resolve(name)
+    return str(ref.path if ref.source == "gguf" else model_path(name, "hf"))
+
+
 def model_path(name: str, fmt: Literal["gguf", "hf"] = "gguf", gguf_type: str | None = None) -> Path:
     """Path of the model's files in the given format, preparing them if needed.
 
     gguf_type (f16 | q8_0 | q4_0) picks the weight type of a synthetic model's random-weight GGUF
-    (default f16); a bundled or local GGUF has its own types, so asking for one there is an error.
+    (default f16); a bundled or local GGUF is re-written in it by llama.cpp's quantiser
+    (models/gguf_quantize.py), else it keeps its own types.
     """
     ref = resolve(name)
-    if gguf_type is not None and (fmt != "gguf" or ref.source != "synthetic"):
-        raise ModelError([("gguf_type", f"only a synthetic (catalog, random-weight) model's GGUF "
-                           f"gets a chosen type; {name!r} is {ref.source}"
-                           + ("" if fmt == "gguf" else f" and the format is {fmt}"))])
+    if gguf_type is not None and (fmt != "gguf" or ref.source == "hf-dir"):
+        raise ModelError([("gguf_type", f"only a GGUF gets a chosen type; {name!r} is "
+                           f"{ref.source}" + ("" if fmt == "gguf" else f" and the format is {fmt}"))])
     if fmt == "gguf":
+        if ref.source in ("bundled", "gguf") and gguf_type is not None:
+            from llmbench.models.gguf_quantize import quantised_gguf
+
+            return quantised_gguf(smollm2_gguf() if ref.source == "bundled" else ref.path, gguf_type)
         if ref.source == "bundled":
             return smollm2_gguf()
         if ref.source == "gguf":

@@ -29,7 +29,9 @@ RankBy = Literal["throughput", "throughput_per_device", "tokens_per_joule", "ene
                  "latency", "efficiency"]
 # Offline batches and served requests are different measurements (a batch latency is not a
 # request's E2E): they are ranked apart, never in one table.
-MODES = {"offline": ("inference", "reference"), "serving": ("serving",)}
+MODES = {"offline": ("inference", "reference", "estimate"), "serving": ("serving",)}
+# Estimates (llmbench predict --save) are ranked only when `sources` names them, and then marked.
+ESTIMATE = "estimate"
 
 
 class BestQuery(BaseModel):
@@ -78,6 +80,7 @@ def find_best(data: Data, q: BestQuery) -> tuple[pd.DataFrame, list[str]]:
     df = data.df
     if df.empty:
         return pd.DataFrame(), ["the store is empty"]
+    notes += estimate_notes(df, q.sources)
     df = df[(df["status"] == "ok") & df["source"].isin(q.sources)]
     df = df[df["kind"].isin(MODES["offline"] + MODES["serving"])]
     if q.model:
@@ -189,6 +192,20 @@ def find_best(data: Data, q: BestQuery) -> tuple[pd.DataFrame, list[str]]:
 KEEP = 400
 
 
+def estimate_notes(df: pd.DataFrame, sources: list[str]) -> list[str]:
+    """Say where estimates were left out, or that the ranking holds them beside measurements."""
+    n = int((df["source"] == ESTIMATE).sum())
+    if not n:
+        return []
+    if ESTIMATE not in sources:
+        return [f"{n} estimate(s) (llmbench predict, not measured) left out: add the source "
+                "'estimate' to rank them, marked"]
+    if set(sources) - {ESTIMATE}:
+        return [f"{n} ESTIMATE(S) ranked beside measurements: rows whose source is 'estimate' "
+                "were predicted, not measured"]
+    return ["every row is an ESTIMATE (llmbench predict), not a measurement"]
+
+
 # Shown through the derived labels (parallelism, dtype) or elsewhere in the table.
 _NOT_IN_CONFIG = {"source", "system", "engine", "model", "hardware", "backend", "hardware_count",
                   "kind", "tensor_parallel", "pipeline_parallel", "expert_parallel",
@@ -262,7 +279,8 @@ def table_rows(ranked: pd.DataFrame, top: int = 50) -> list[dict[str, str]]:
         if r.get("throughput_std") and not pd.isna(r["throughput_std"]) and r["throughput_std"] > 0:
             thr += f" ± {r['throughput_std']:,.0f}"
         rows.append({
-            "#": str(r["rank"]), "source": str(r.get("source", "")), "hardware · engine": str(r["system"]),
+            "#": str(r["rank"]),
+            "source": "ESTIMATE" if r.get("source") == ESTIMATE else str(r.get("source", "")), "hardware · engine": str(r["system"]),
             "model": str(r.get("model", "")), "configuration": r["config"],
             "throughput tok/s": thr, "per device": num(r["throughput_per_device"], "{:,.0f}"),
             "latency s": num(r["latency_s"]),

@@ -2,7 +2,8 @@
 
 Derived columns (computed here, once, for every figure):
 - source        'own' for llmbench's measurements, 'reference' for imported published data,
-                'imported: TOOL' for another tool's results (llmbench import TOOL PATH)
+                'imported: TOOL' for another tool's results (llmbench import TOOL PATH),
+                'estimate' for llmbench predict's stored predictions (never measured)
 - system        'hardware ×count · engine', the default colour of every view
 - parallelism   'TP2·PP2' style label (with EP when present)
 - dtype         'w=bf16 · kv=fp8' style label
@@ -144,6 +145,8 @@ def _source(kind, tool) -> str:
     # own | reference (the published study) | imported: TOOL (another benchmark tool's results)
     if kind == "reference":
         return "reference"
+    if kind == "estimate":  # llmbench predict --save: never a measurement (kinds/estimate)
+        return "estimate"
     return "own" if tool is None else "imported: " + _text(tool)
 
 
@@ -151,7 +154,8 @@ def _engine(eng, kind, tool) -> str:
     e = _text(eng, "?")
     if tool is not None:
         return f"{e} ({_text(tool)})"
-    return e + " (own)" if _source(kind, tool) == "own" else e
+    src = _source(kind, tool)
+    return e + f" ({src})" if src in ("own", "estimate") else e
 
 
 def _parallelism(tp, pp, ep) -> str:

@@ -271,6 +271,21 @@ def _findings_sections(results, reference=None) -> list[tuple[str, str, list[_Bl
 _EMPTY: dict[str, str] = {}
 
 
+def _fidelity_blocks(d: data_mod.Data) -> list[_Block]:
+    """Speed-up against fidelity to the fp32 reference (report/fidelity.py); none without
+    fidelity records."""
+    from llmbench.report import fidelity as fid
+
+    rows = fid.fidelity_rows(d.df)
+    if rows.empty:
+        return []
+    return [_Block("fidelity-fig", "Speed-up vs fidelity", "", fig=fid.speedup_fidelity_figure(rows)),
+            _Block("fidelity-table", "Per configuration",
+                   "Greedy tokens and next-token distributions against transformers fp32 on the CPU "
+                   "(docs/fidelity.md); throughput from the same record's timed repeats.",
+                   table=_table_html(fid.table_rows(rows)))]
+
+
 def _definitions_notes(df) -> str:
     """Which roofline versions the efficiencies come from (one older than today's: how to
     re-annotate), and the points whose energy was read over a window too short for it."""
@@ -317,6 +332,8 @@ def write_report(results: Path | str, out: Path | str, png: bool = True,
         fig, _ = views.build(d, views.Choice(view="efficiency"), height=520)
         blocks_by_section.append(("side", "Side by side: efficiency against the roofline",
                                   [_Block("efficiency", v.title, v.help, fig)]))
+    if blocks := _fidelity_blocks(d):
+        blocks_by_section.append(("fidelity", "Fidelity beside speed", blocks))
     blocks_by_section.extend(_findings_sections(results, reference))
     report = Report(html=out / "index.html")
     figs: dict[str, figures.Fig] = {}

@@ -12,104 +12,95 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from llmbench.hardware import Hardware, find
-from llmbench.models.catalog import canonical_name, get_arch
-from llmbench.roofline.model import InferenceBound, TrainingBound, inference_bound, training_bound
-from llmbench.roofline.workload import dtype_name, record_workload, serving_concurrency
+from llmbench.roofline.model import Device, InferenceBound, TrainingBound, inference_bound, training_bound
+from llmbench.roofline.workload import RecordFacts, gather, record_workload, serving_concurrency
 
 
-def bound_for(rec) -> tuple[InferenceBound | TrainingBound, Hardware, list[str]] | None:
+def bound_for(rec) -> tuple[InferenceBound | TrainingBound, Device, list[str]] | None:
     """The bound for a record, or None when its hardware or model is not in the catalogs."""
-    got = _bounds(rec)
-    return None if got is None else got[:3]
+    r = gather(rec)
+    return None if r is None else _bounds(r)[:3]
 
 
-def _bounds(rec) -> tuple[InferenceBound | TrainingBound, Hardware, list[str],
-                          InferenceBound | None] | None:
-    """(bound, hardware, notes, the bound at one request for a serving record)."""
-    hw = find(rec.hardware.name)
-    name = canonical_name(rec.model.name or "")
-    if hw is None or name is None:
-        return None
-    arch = get_arch(name)  # the catalog's, or one read from a local model's files
+def _bounds(r: RecordFacts) -> tuple[InferenceBound | TrainingBound, Device, list[str],
+                                     InferenceBound | None]:
+    """(bound, device, notes, the bound at one request for a serving record): arithmetic only."""
     notes: list[str] = []
-    w = rec.workload or {}
-    if rec.kind == "training":
+    w, fx = r.workload, r.facts
+    if r.kind == "training":
         seq = int(w.get("seq_len") or w.get("input_len") or 1)
         tokens = w.get("tokens_per_step")
         bs = int(tokens // seq) if tokens else int(w.get("batch_size") or 1)
-        devices = int(w.get("nproc") or rec.hardware.count or 1)
-        dtype = dtype_name(w.get("precision")) or "bf16"
-        b = training_bound(arch, hw, batch_size=bs, seq_len=seq, devices=devices, dtype=dtype)
-        return b, hw, notes + b.notes, None
-    if rec.kind not in ("inference", "serving", "reference"):
-        return None
-    wl = record_workload(rec, arch, hw, notes)
+        devices = int(w.get("nproc") or r.device_count or 1)
+        b = training_bound(fx, batch_size=bs, seq_len=seq, devices=devices,
+                           dtype=r.precision or "bf16")
+        return b, fx.device, notes + b.notes, None
+    wl = record_workload(r, notes)
     if w.get("speculative_model") not in (None, "", "None"):
         notes.append("bound without speculation: speculative decoding may exceed it")
-    b = inference_bound(arch, hw, wl)
-    one = inference_bound(arch, hw, replace(wl, batch_size=1)) if rec.kind == "serving" else None
-    return b, hw, notes + b.notes, one
+    b = inference_bound(fx, wl)
+    one = inference_bound(fx, replace(wl, batch_size=1)) if r.kind == "serving" else None
+    return b, fx.device, notes + b.notes, one
 
 
-def _measured(rec, name: str) -> float | None:
-    v = rec.metric(name, "mean")
+def _measured(r: RecordFacts, name: str) -> float | None:
+    v = r.measured.get(name)
     return v if v and v > 0 else None
 
 
 def annotate(rec) -> bool:
     """Fill rec.roofline (bound, binding_resource, efficiency); False when not possible."""
-    if rec.status != "ok":
-        return False
-    try:
-        got = _bounds(rec)
-    except Exception as e:  # a bound is an annotation: it must never fail a measured record
-        rec.notes.append(f"roofline not computed: {type(e).__name__}: {e}")
-        return False
-    if got is None:
-        return False
-    b, hw, notes, one = got
     from llmbench.definitions import ROOFLINE_VERSION
     from llmbench.store.record import Roofline
 
+    if rec.status != "ok":
+        return False
+    try:
+        r = gather(rec)  # the one step that reads the record, the catalogs and the engine
+        if r is None:
+            return False
+        b, device, notes, one = _bounds(r)
+    except Exception as e:  # a bound is an annotation: it must never fail a measured record
+        rec.notes.append(f"roofline not computed: {type(e).__name__}: {e}")
+        return False
     if isinstance(b, TrainingBound):
-        bound, eff = _training(rec, b)
+        bound, eff = _training(r, b)
     else:
-        bound, eff = _inference(rec, b, one)
+        bound, eff = _inference(r, b, one)
     over = sorted(k for k, v in eff.items() if v > 1.0)
     if over:
         notes.append(f"efficiency above 1 for {', '.join(over)}: faster than the roofline bound")
     extra = {}
-    if rec.kind == "serving":
-        c, src = serving_concurrency(rec)
+    if r.kind == "serving":
+        c, src = serving_concurrency(r)
         extra = {"concurrency": c, "concurrency_source": src}
         notes.append(f"throughput bound at {c:.2f} requests in flight ({src})")
     rec.roofline = Roofline(bound={k: float(v) for k, v in bound.items() if v is not None},
                             binding_resource=b.binding_resource, efficiency=eff,
-                            hardware_id=hw.id, devices=b.devices, notes=notes,
+                            hardware_id=device.id, devices=b.devices, notes=notes,
                             version=ROOFLINE_VERSION, **extra)
     return True
 
 
-def _training(rec, b: TrainingBound) -> tuple[dict, dict[str, float]]:
+def _training(r: RecordFacts, b: TrainingBound) -> tuple[dict, dict[str, float]]:
     # TFLOP/s at the bound's pace in the record's own FLOP count (its N, counted on the built
     # model, full attention as `tflops` is): the same efficiency as tokens/s by construction
-    fpt = (rec.workload or {}).get("flops_per_token")
+    fpt = r.workload.get("flops_per_token")
     tflops = b.tokens_per_s * float(fpt) / 1e12 if fpt else b.tflops
     bound = {"step_time_s": b.step_time_s, "tokens_per_s": b.tokens_per_s, "tflops": tflops,
              "peak_tflops": b.peak_tflops}
     eff: dict[str, float] = {}
     for k in ("tokens_per_s", "tflops"):
-        if (m := _measured(rec, k)) and bound[k]:
+        if (m := _measured(r, k)) and bound[k]:
             eff[k] = m / bound[k]
-    if (m := _measured(rec, "step_time_s")):
+    if (m := _measured(r, "step_time_s")):
         eff["step_time_s"] = b.step_time_s / m
     return bound, eff
 
 
-def _inference(rec, b: InferenceBound, one: InferenceBound | None) -> tuple[dict, dict[str, float]]:
+def _inference(r: RecordFacts, b: InferenceBound, one: InferenceBound | None) -> tuple[dict, dict[str, float]]:
     ttft_b = b.ttft_s
-    if (rec.workload or {}).get("ttft_definition") == "batch":
+    if r.workload.get("ttft_definition") == "batch":
         ttft_b = b.prefill_s  # the paper's TTFT: the whole batch's first token
     bound = {"batch_latency_s": b.batch_latency_s, "ttft_s": ttft_b, "prefill_s": b.prefill_s,
              "output_throughput_tok_s": b.output_throughput_tok_s,
@@ -120,16 +111,16 @@ def _inference(rec, b: InferenceBound, one: InferenceBound | None) -> tuple[dict
     for k in ("decode_tok_s", "decode_phase_tok_s"):
         if getattr(b, k) is not None:
             bound[k] = getattr(b, k)
-    if rec.kind == "serving":  # a single request: lower bounds whatever the load
+    if r.kind == "serving":  # a single request: lower bounds whatever the load
         bound["ttft_s"] = one.ttft_s
         if one.tpot_s is not None:
             bound["tpot_s"] = bound["itl_s"] = one.tpot_s
         bound.pop("batch_latency_s")
     eff: dict[str, float] = {}
     for k in ("output_throughput_tok_s", "total_throughput_tok_s"):
-        if (m := _measured(rec, k)):
+        if (m := _measured(r, k)):
             eff[k] = m / bound[k]
     for k in ("batch_latency_s", "ttft_s", "tpot_s", "itl_s"):
-        if k in bound and (m := _measured(rec, k)):
+        if k in bound and (m := _measured(r, k)):
             eff[k] = bound[k] / m
     return bound, eff

@@ -47,19 +47,65 @@ Accounting (one place, used by every caller):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-from llmbench.hardware import Hardware
 from llmbench.roofline.flops import flops_per_token  # the training study's count too
-from llmbench.models.catalog import ModelArch
-from llmbench.models.dtypes import dtype_bytes
 
 RESOURCES = ("memory", "compute", "interconnect")
 
 
-@dataclass
+# The arithmetic reads plain values only: workload.py gathers them from the model and hardware
+# catalogs once (`facts`), so a bound never calls back into models/ or hardware/.
+@dataclass(frozen=True)
+class Shape:
+    """A model's shape and parameter counts (models/catalog.py's ModelArch, as numbers)."""
+    family: str
+    layers: int
+    hidden: int
+    q_dim: int
+    kv_dim: int
+    ffn: int
+    vocab: int
+    max_position: int
+    tie_embeddings: bool
+    num_experts: int
+    experts_per_token: int
+    params: int          # every parameter stored
+    active_params: int   # touched per token (fewer for mixture-of-experts)
+
+
+@dataclass(frozen=True)
+class Device:
+    """A hardware entry's peaks and bandwidths (hardware/entry.py), in FLOP/s and bytes/s."""
+    id: str
+    memory_gb: float | None
+    mem_bw: float | None
+    link_bw: float | None
+    peak_flops: Mapping[str, float | None]  # per dtype llmbench names: the matmul peak it runs at
+
+
+@dataclass(frozen=True)
+class Facts:
+    """Everything a bound reads of a model on a device, and each dtype's bytes per element."""
+    shape: Shape
+    device: Device
+    dtype_bytes: Mapping[str, float]
+
+    def width(self, dtype: str) -> float:
+        try:
+            return self.dtype_bytes[dtype.lower()]
+        except KeyError:
+            raise ValueError(f"unknown dtype {dtype!r}; known: {', '.join(self.dtype_bytes)}") from None
+
+    def peak(self, dtype: str) -> float | None:
+        # a dtype the hardware has no rule for runs at its bf16 rate (Hardware.peak_flops)
+        return self.device.peak_flops.get(dtype, self.device.peak_flops["bf16"])
+
+
+@dataclass(frozen=True)
 class Workload:
     batch_size: float = 1   # a serving bound uses the mean requests in flight
     input_len: int = 128
@@ -79,9 +125,9 @@ class Workload:
             return self.compute_dtype
         return self.weight_dtype if self.weight_dtype in ("fp32", "bf16", "fp16", "fp8", "int8") else "int8"
 
-    def kv(self) -> float:
+    def kv(self, facts: Facts) -> float:
         if self.kv_dtype:
-            return dtype_bytes(self.kv_dtype)
+            return facts.width(self.kv_dtype)
         c = self.compute()
         return 4.0 if c == "fp32" else 2.0
 
@@ -137,7 +183,7 @@ class TrainingBound:
         return asdict(self)
 
 
-def lookup_tables(arch: ModelArch) -> list[tuple[int, int]]:
+def lookup_tables(arch: Shape) -> list[tuple[int, int]]:
     """(rows, parameters) of each table a step reads by row, never in a matmul: an untied input
     embedding (a tied one is the output projection, a matmul read whole) and learned positions."""
     tables = []
@@ -148,13 +194,13 @@ def lookup_tables(arch: ModelArch) -> list[tuple[int, int]]:
     return tables
 
 
-def matmul_params(arch: ModelArch, params: int) -> float:
-    """Parameters that take part in a matmul (lookup tables excluded), of a model of `params`."""
-    n = arch.active_param_count() if arch.num_experts > 1 else params
+def matmul_params(arch: Shape) -> float:
+    """Parameters that take part in a matmul per token (lookup tables excluded)."""
+    n = arch.active_params if arch.num_experts > 1 else arch.params
     return float(n - sum(p for _, p in lookup_tables(arch)))
 
 
-def _expert_bytes_fraction(arch: ModelArch, params: int,
+def _expert_bytes_fraction(arch: Shape, params: int,
                            tokens: np.ndarray | float) -> tuple[float, np.ndarray | float]:
     """(dense weight share, expert share read) for a step over `tokens` tokens."""
     if arch.num_experts <= 1:
@@ -167,19 +213,20 @@ def _expert_bytes_fraction(arch: ModelArch, params: int,
 class _Model:
     """Per-call constants: a model on a hardware under one workload's dtypes and parallelism."""
 
-    def __init__(self, arch: ModelArch, hw: Hardware, w: Workload):
+    def __init__(self, facts: Facts, w: Workload):
+        arch, hw = facts.shape, facts.device
         self.arch, self.hw, self.w = arch, hw, w
         self.notes: list[str] = []
-        self.params = arch.param_count()  # counted once per bound
+        self.params = arch.params
         self.weight_bytes = (w.weight_bytes if w.weight_bytes is not None
-                             else self.params * dtype_bytes(w.weight_dtype))
-        self.kvbpt = 2 * arch.layers * arch.kv_dim * w.kv()
-        self.nm = matmul_params(arch, self.params)
+                             else self.params * facts.width(w.weight_dtype))
+        self.kvbpt = 2 * arch.layers * arch.kv_dim * w.kv(facts)
+        self.nm = matmul_params(arch)
         self.attn = 4.0 * arch.layers * arch.q_dim  # FLOPs per (token, context position)
         self.g = w.tensor_parallel * w.expert_parallel
         self.P = w.pipeline_parallel
         self.devices = self.g * self.P
-        self.peak = hw.peak_flops(w.compute())
+        self.peak = facts.peak(w.compute())
         self.bw = hw.mem_bw
         self.link = hw.link_bw
         if self.peak is None:
@@ -234,8 +281,9 @@ def _phase(mem, comp, comm) -> Phase:
                  max(shares, key=shares.get))
 
 
-def inference_bound(arch: ModelArch, hw: Hardware, w: Workload) -> InferenceBound:
-    m = _Model(arch, hw, w)
+def inference_bound(facts: Facts, w: Workload) -> InferenceBound:
+    m = _Model(facts, w)
+    hw = facts.device
     B, s, o = w.batch_size, w.input_len, w.output_len
     # prefill: B x s tokens, causal attention, the cache written
     pf_flops = B * (2 * m.nm * s + m.attn * s * (s + 1) / 2)
@@ -286,17 +334,17 @@ def inference_bound(arch: ModelArch, hw: Hardware, w: Workload) -> InferenceBoun
         flops_per_token=2 * m.nm, devices=m.devices, notes=m.notes)
 
 
-def training_bound(arch: ModelArch, hw: Hardware, *, batch_size: int, seq_len: int,
-                   devices: int = 1, dtype: str = "bf16", grad_accum: int = 1) -> TrainingBound:
+def training_bound(facts: Facts, *, batch_size: int, seq_len: int, devices: int = 1,
+                   dtype: str = "bf16", grad_accum: int = 1) -> TrainingBound:
     notes: list[str] = []
-
-    n = arch.param_count()
+    arch, hw = facts.shape, facts.device
+    n = arch.params
     tokens = batch_size * seq_len * grad_accum
-    flops = tokens * flops_per_token(matmul_params(arch, n), arch.layers, arch.q_dim, seq_len,
+    flops = tokens * flops_per_token(matmul_params(arch), arch.layers, arch.q_dim, seq_len,
                                      causal_attention=True)
-    model_flops = tokens * flops_per_token(matmul_params(arch, n), arch.layers, arch.q_dim, seq_len)
-    peak = hw.peak_flops(dtype)
-    wb = dtype_bytes(dtype)
+    model_flops = tokens * flops_per_token(matmul_params(arch), arch.layers, arch.q_dim, seq_len)
+    peak = facts.peak(dtype)
+    wb = facts.width(dtype)
     mem = comp = comm = 0.0
     if peak is not None:
         comp = flops / (devices * peak)

@@ -52,7 +52,7 @@ class Record(Open):
     run_id: str
     point_key: str | None = None
     created_at: str = Field(default_factory=lambda: datetime.now(timezone.utc).isoformat())
-    kind: Literal["inference", "serving", "training", "perplexity", "reference"]
+    kind: Literal["inference", "serving", "training", "perplexity", "reference", "estimate"]
     status: Literal["ok", "failed", "skipped"] = "ok"
     error: str | None = None
     backend: BackendInfo

@@ -59,6 +59,10 @@ def check(points: list[Point], *, local_devices: bool = True
     checkable = [p for p in points if p.model in models and p.backend in installed]
     for p in checkable:
         problems.extend(backend_class(p.backend).check(p.engine_call(), models[p.model]))
+    from llmbench.kinds.inference.fidelity import fidelity_problems
+
+    for p in checkable:
+        problems.extend(fidelity_problems(p, models[p.model]))
     engine_fields = {f for f, _ in problems}
     for p in checkable:
         problems.extend(prob for prob in _context_problems(p, models[p.model])
@@ -156,6 +160,12 @@ def run_point(backend, point: Point, rec: Record, on_repeat=None, before_energy=
     rec.observers.update(observers(meter, watch, counters,
                                    progress=PROGRESS if offline and on_repeat else None,
                                    timelines=TIMELINES if offline else None))
+    if offline and point.fidelity:  # after every timed window: it compares, never times
+        from llmbench.kinds.inference.fidelity import measure_fidelity
+
+        fidelity, fidelity_notes = measure_fidelity(backend, point)
+        rec.metrics.update(fidelity)
+        rec.notes.extend(fidelity_notes)
     return rec
 
 

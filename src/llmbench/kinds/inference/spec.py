@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from llmbench.backends.call import EngineCall
 from llmbench.backends.options import EngineOptions
@@ -60,6 +60,9 @@ class SweepSpec(Frozen):
         "auto", description="the power-sampling thread inside the window: auto (dense only "
         "where the energy counter fails), dense (every window), off (never)")
     perplexity: PerplexityConfig = PerplexityConfig()
+    fidelity: int | None = Field(None, ge=1, description="offline: compare greedy tokens and "
+                                 "log-probabilities on this many prompts with the reference "
+                                 "(transformers fp32 on the CPU; docs/fidelity.md)")
 
     @field_validator("backends", "models", "dtype", "batch_size", "input_len", "output_len",
                      mode="before")
@@ -81,6 +84,13 @@ class SweepSpec(Frozen):
         if v not in ("auto", "cpu", "cuda") and not (v.startswith("cuda:") and v[5:].isdigit()):
             raise ValueError(f"{v!r} is not a device: use auto, cpu, cuda or cuda:N")
         return v
+
+    @model_validator(mode="after")
+    def _fidelity_offline(self) -> "SweepSpec":
+        if self.fidelity is not None and self.workload != "offline":
+            raise ValueError(f"fidelity compares generated tokens: it needs workload offline, "
+                             f"not {self.workload!r}")
+        return self
 
     def points(self) -> list[Point]:
         return expand(self)
@@ -106,13 +116,16 @@ class Point(Frozen):
     energy_min_window_s: float = 2.0
     power_sampling: PowerSampling = "auto"
     perplexity: PerplexityConfig | None = None
+    fidelity: int | None = None  # prompts compared with the reference; None: no comparison
 
     @property
     def key(self) -> str:
         # how long to run or meter a point does not change what it measures: not in the key
-        # (the record's `observers` and `spec` say how it was metered)
-        return point_key(self.model_dump(mode="json", exclude={"timeout_s", "energy_min_window_s",
-                                                                "power_sampling"}))
+        # (the record's `observers` and `spec` say how it was metered); no fidelity, no field,
+        # so points measured before it existed keep their keys
+        skip = {"timeout_s", "energy_min_window_s", "power_sampling"}
+        return point_key(self.model_dump(mode="json", exclude=skip | (
+            {"fidelity"} if self.fidelity is None else set())))
 
     @property
     def load_key(self) -> tuple:
@@ -143,6 +156,8 @@ class Point(Frozen):
             w.update(batch_size=self.batch_size, input_len=self.input_len,
                      output_len=self.output_len, concurrency=self.batch_size,
                      repeats=self.repeats, warmups=self.warmups)
+            if self.fidelity is not None:
+                w["fidelity_prompts"] = self.fidelity
         elif self.perplexity is not None:
             # what was done: perplexity is computed once, whatever the sweep's repeats
             w.update(repeats=1, warmups=0,
@@ -206,7 +221,8 @@ def expand(spec: SweepSpec) -> list[Point]:
                     seed=spec.seed, timeout_s=spec.timeout_s,
                     energy_min_window_s=spec.energy_min_window_s,
                     power_sampling=spec.power_sampling,
-                    perplexity=spec.perplexity if spec.workload == "perplexity" else None))
+                    perplexity=spec.perplexity if spec.workload == "perplexity" else None,
+                    fidelity=spec.fidelity if spec.workload == "offline" else None))
     if problems:
         raise SpecError(problems, points=points)
     return points

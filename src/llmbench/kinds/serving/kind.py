@@ -168,9 +168,12 @@ class ServingKind(PointKind):
                          api_key=self.api_key,
                          backend_options={"launched": False, "url": safe_url(normalize_url(t.url))})
             return
+        from llmbench.backends.options import EngineOptions
         from llmbench.launch.servers import launched
 
-        with launched(t.launch, p.cfg.model, device=t.device, extra_args=list(t.server_args)) as srv:
+        mode = EngineOptions(embedding=p.cfg.request_shape().pooling)
+        with launched(t.launch, p.cfg.model, device=t.device, extra_args=list(t.server_args),
+                      options=mode) as srv:
             if self.on_launch:
                 self.on_launch(t.launch, srv)
             yield Target(url=srv.url, backend=t.launch, backend_version=srv.version,

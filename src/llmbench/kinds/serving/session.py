@@ -73,12 +73,14 @@ class ServingSession:
         self.cfg, self.pattern = cfg, cfg.load_pattern()
         self.schedules, counts, self.specs, self.notes0 = _load_plan(cfg, self.tok)
         self.shape = cfg.request_shape()
-        self.specs = self.shape.plan(self.specs, cfg.seed)
+        more = lambda n, seed: synthetic_prompts(self.tok, n, cfg.input_len, LengthDist(a=1),  # noqa: E731
+                                                  0.0, seed)
+        self.specs = self.shape.plan(self.specs, cfg.seed, more)
         self.offsets = [sum(counts[:k]) for k in range(len(counts))]
         self.counts = counts
         self.served = cfg.served_model or (listed[0] if listed else cfg.model)
         # Warm-up prompts: their own (another seed), so no measured prompt is cached by them.
-        self.warmup_specs = self.shape.plan(_warmup_specs(cfg, self.tok, self.specs), cfg.seed + 7919) \
+        self.warmup_specs = self.shape.plan(_warmup_specs(cfg, self.tok, self.specs), cfg.seed + 7919, more) \
             if cfg.warmup_requests else []
         try:
             ref = resolve(cfg.model)

@@ -14,6 +14,13 @@ if TYPE_CHECKING:
 DEFAULT = "text"
 SHAPES: dict[str, str] = {   # name -> "module:class"
     "text": "llmbench.loadgen.shapes.text:Text",
+    # structured output and tool calls (issue 40 item 2)
+    "structured": "llmbench.loadgen.shapes.structured:Structured",
+    "tools": "llmbench.loadgen.shapes.tools:Tools",
+    # pooling requests: embeddings and reranking (issue 41 item 2)
+    "embeddings": "llmbench.loadgen.shapes.embeddings:Embeddings",
+    "rerank": "llmbench.loadgen.shapes.rerank:Rerank",
+    # many LoRA adapters (issue 41 item 1)
     "lora": "llmbench.loadgen.shapes.lora:Lora",
 }
 

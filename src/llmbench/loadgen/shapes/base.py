@@ -38,6 +38,7 @@ class RequestShape:
     apis: ClassVar[tuple[str, ...]] = ("completions", "chat")
     forces_output: ClassVar[bool] = True    # ignore_eos + min_tokens apply (--force-output)
     judged: ClassVar[bool] = False          # whether `judge` checks anything (validity reported)
+    pooling: ClassVar[bool] = False         # a launched server runs its pooling (embedding) mode
 
     def __init__(self, cfg):
         self.cfg = cfg      # the serving config (kinds/serving/config.py; not imported: it imports us)
@@ -49,8 +50,11 @@ class RequestShape:
             raise SpecError([("--api", f"the {self.name} request shape is sent on "
                                        f"{' or '.join(self.apis)}, not {self.cfg.api}")])
 
-    def plan(self, specs: list[RequestSpec], seed: int) -> list[RequestSpec]:
-        """The planned requests as this shape sends them (a `tag` each where requests differ)."""
+    def plan(self, specs: list[RequestSpec], seed: int,
+             prompts: Callable[[int, int], list[RequestSpec]] | None = None) -> list[RequestSpec]:
+        """The planned requests as this shape sends them (a `tag` each where requests differ).
+        `prompts(n, seed)` makes n more prompts of the point's input length in the served
+        tokenizer (the session's own maker: a shape needing more texts asks it, not kinds/)."""
         return specs
 
     def path(self, api: str) -> str:
