@@ -63,7 +63,7 @@ class Lora(RequestShape):
     def served_name(self, i: int) -> str:
         return f"{self.options.prefix}{i}"
 
-    def plan(self, specs: list[RequestSpec], seed: int) -> list[RequestSpec]:
+    def plan(self, specs: list[RequestSpec], seed: int, prompts=None) -> list[RequestSpec]:
         o = self.options
         rng = np.random.default_rng([seed, 0x10AA])     # its own stream: the prompts' draw is untouched
         picks = rng.choice(o.adapters, size=len(specs), p=mix_probabilities(o.mix, o.adapters))
