@@ -20,6 +20,8 @@ SHAPES: dict[str, str] = {   # name -> "module:class"
     # pooling requests: embeddings and reranking (issue 41 item 2)
     "embeddings": "llmbench.loadgen.shapes.embeddings:Embeddings",
     "rerank": "llmbench.loadgen.shapes.rerank:Rerank",
+    # many LoRA adapters (issue 41 item 1)
+    "lora": "llmbench.loadgen.shapes.lora:Lora",
 }
 
 
