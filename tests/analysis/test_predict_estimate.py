@@ -15,6 +15,10 @@ from llmbench.report import best as best_mod
 from llmbench.report import data as data_mod
 from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
 from llmbench.store.store import Store
+import sys  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 from test_predict import _true_eff, synthetic  # the set whose generating efficiency is known
 
 
