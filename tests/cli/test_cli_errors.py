@@ -148,3 +148,25 @@ def test_interrupts_end_with_130_and_one_line(monkeypatch, capsys, exc):
     monkeypatch.setattr(cli, "build_app", lambda commands=None: fake_app)
     code, text = _call([], capsys)
     assert code == 130 and text.strip() == "llmbench: interrupted"
+
+
+def test_a_caught_ctrl_c_exits_130_under_python_m(tmp_path):
+    # CPython marks a KeyboardInterrupt that ends a string exec as unhandled even when caught,
+    # and under `python -m` then dies by SIGINT (-2) whatever code the program exits with.
+    # The control (the same interrupt outside llmbench's main) shows the trap is real here.
+    (tmp_path / "probe.py").write_text(
+        "import sys\n"
+        "import llmbench.cli as cli\n"
+        "def interrupted_in_exec(*a, **k):\n"
+        "    try:\n"
+        "        exec('raise KeyboardInterrupt', {})\n"
+        "    except KeyboardInterrupt:\n"
+        "        raise SystemExit(130)\n"
+        "if sys.argv[1] == 'main':\n"
+        "    cli.build_app = lambda names=None: interrupted_in_exec\n"
+        "    cli.main(['serve'])\n"
+        "else:\n"
+        "    interrupted_in_exec()\n")
+    codes = {how: subprocess.run([sys.executable, "-m", "probe", how], cwd=tmp_path).returncode
+             for how in ("control", "main")}
+    assert codes == {"control": -2, "main": 130}

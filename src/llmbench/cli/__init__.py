@@ -129,3 +129,13 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Abort:  # Ctrl-C inside a prompt (typer's own class, not its click's)
         print("llmbench: interrupted", file=sys.stderr)
         sys.exit(130)
+    finally:
+        _forget_caught_interrupt()
+
+
+def _forget_caught_interrupt() -> None:
+    """A Ctrl-C that lands inside a string `exec` (a dataclass being made during a lazy import)
+    marks CPython's "unhandled KeyboardInterrupt" flag even though we caught it; under
+    `python -m llmbench` the interpreter then dies by SIGINT (-2) instead of exiting with our
+    code (pythonrun.c run_eval_code_obj, 3.11-3.13). Every string eval clears that flag first."""
+    eval("None")
