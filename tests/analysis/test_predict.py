@@ -22,7 +22,8 @@ def _point(engine, hardware, model, batch, inp, out, eff, bound_tok_s=1000.0, me
             "log_batch": math.log2(batch), "log_input": math.log2(inp),
             "log_output": math.log2(out), "log_params": math.log(7e9), "log_gqa": 0.0,
             "memory_bound": memory_bound, "prefill_share": 0.1, "log_devices": 0.0,
-            "log_weight_bytes": 1.0, "mem_bw": mem_bw, "peak": peak,
+            "log_weight_bytes": 1.0, "log_step_s": math.log2(bound_lat / out), "moe_read": 0.0,
+            "mem_bw": mem_bw, "peak": peak,
             "bound_output_throughput_tok_s": bound_tok_s,
             "measured_output_throughput_tok_s": bound_tok_s * eff,
             "bound_batch_latency_s": bound_lat, "measured_batch_latency_s": bound_lat / eff}
@@ -106,13 +107,60 @@ def test_nearest_accelerator_matches_hand_computation():
 
 def test_coverage_on_a_known_set():
     a = np.round(np.linspace(0.0, 1.0, 101), 6)
-    b = np.round(np.linspace(0.505, 1.505, 101), 6)
     held = pd.DataFrame({"fold": ["a"] * 101 + ["b"] * 101, "level": "engine",
-                         "residual": np.concatenate([a, b])})
-    # a against b's 5-95% [0.555, 1.455]: 0.56..1.00 = 45 points; b against a's [0.05, 0.95]:
-    # 0.505..0.945 = 45 points
-    assert P.quantiles(b) == pytest.approx((0.555, 1.455))
-    assert P.coverage(held) == pytest.approx(90 / 202)
+                         "residual": np.concatenate([a, -2 * a])})
+    # a against b's 90% |residual| 1.8: all 101 inside; b against a's 0.9: |2x| <= 0.9 for
+    # x = 0..0.45, 46 points
+    assert P.half_width(-2 * a) == pytest.approx(1.8)
+    assert P.interval_for(held[held["fold"] == "a"], "engine") == pytest.approx((-0.9, 0.9))
+    assert P.coverage(held) == pytest.approx((101 + 46) / 202)
+
+
+def test_a_fall_back_level_that_measured_wider_gets_a_wider_interval():
+    tight = np.round(np.arange(30) * 0.01, 6)   # engine+hardware: 0 .. 0.29
+    wide = np.round(np.arange(30) * 0.1, 6)     # engine: 0 .. 2.9
+    held = pd.DataFrame({"fold": "f", "level": ["engine+hardware"] * 30 + ["engine"] * 30,
+                         "residual": np.concatenate([tight, wide])})
+    # all 60 pooled, sorted: the 90% quantile sits at rank 0.9 x 59 = 53.1, between the
+    # wide set's 2.3 (rank 53) and 2.4: 2.31; the wide level alone: rank 26.1 of 30, 2.61
+    assert P.interval_for(held, "engine+hardware") == pytest.approx((-2.31, 2.31))
+    assert P.interval_for(held, "engine") == pytest.approx((-2.61, 2.61))
+    # a level with fewer than MIN_RESIDUALS residuals: the pooled width
+    few = pd.concat([held, pd.DataFrame({"fold": "f", "level": ["hardware"], "residual": [0.0]})])
+    assert P.interval_for(few, "hardware")[1] == pytest.approx(P.half_width(few["residual"]))
+
+
+def test_a_group_offset_is_learnt_where_its_points_pin_it_and_shrunk_where_absent():
+    f = synthetic()
+    fast = f["hardware"] == "X2"  # X2 runs at twice the efficiency of X1, at every shape
+    f.loc[fast, "measured_output_throughput_tok_s"] *= 2.0
+    got = P.EfficiencyModel(f, "output_throughput_tok_s").predict(f[fast])
+    assert set(got["level"]) == {"engine+hardware"}
+    eff = np.exp(got["log_eff"].to_numpy(float))
+    assert np.allclose(eff, [2 * _true_eff(b) for b in f.loc[fast, "batch"]], rtol=0.05)
+    # a third accelerator nobody measured: no offset of its own, the two pooled (ratio sqrt 2
+    # to X1's, their geometric mean, as the engine level's offset is shared by both)
+    unseen = f[fast].assign(hardware="X9", vendor="W")
+    got = P.EfficiencyModel(f, "output_throughput_tok_s").predict(unseen)
+    assert set(got["level"]) == {"engine"}
+    eff = np.exp(got["log_eff"].to_numpy(float))
+    assert np.allclose(eff, [math.sqrt(2) * _true_eff(b) for b in unseen["batch"]], rtol=0.05)
+
+
+def test_moe_read_is_the_union_of_routed_experts_over_the_bounds_k():
+    from llmbench.analysis.predict_points import moe_read
+    from llmbench.models.catalog import get_arch
+
+    arch = get_arch("mixtral-8x7b")
+    assert (arch.num_experts, arch.experts_per_token) == (8, 2)
+    expert = arch.layers * 3 * arch.hidden * arch.ffn * 8 / arch.param_count()
+    dense = 1 - expert
+    assert moe_read(arch, 1) == pytest.approx(0.0)
+    # batch 2: 1 - (3/4)^2 = 7/16 of the experts in expectation where the bound reads 2/8
+    assert moe_read(arch, 2) == pytest.approx(math.log((dense + expert * 7 / 16) / (dense + expert / 4)))
+    assert moe_read(get_arch("llama-3-8b"), 64) == 0.0
+    frame = pd.DataFrame({"prefill_share": [0.25], "moe_read": [0.4]})
+    assert P.physics_offset(frame)[0] == pytest.approx(0.75 * 0.4)
 
 
 def test_errors_are_relative():
@@ -161,3 +209,14 @@ def test_a_study_directory_that_is_not_one_is_a_usage_error(tmp_path, capsys):
     code, text = _call(["predict", "--study", str(tmp_path / "missing"), "--validate"], capsys)
     assert code == 2, text
     assert "--study" in text and "not a directory" in text and "Traceback" not in text
+
+
+def test_a_feature_constant_up_to_rounding_carries_nothing():
+    f = synthetic()
+    f["log_params"] = math.log(7.1e9)  # one value: its std is ~1e-15 from rounding, not 0
+    assert 0 < f["log_params"].std() < 1e-12 or f["log_params"].std() == 0
+    fit = P.EfficiencyModel(f, "output_throughput_tok_s")
+    other = f.iloc[:3].assign(log_params=math.log(70e9))  # a model ten times larger
+    same = f.iloc[:3]
+    # the training data says nothing of size: the same prediction, not one blown up by 1/1e-15
+    assert np.allclose(fit.predict(other)["log_eff"], fit.predict(same)["log_eff"])

@@ -7,12 +7,13 @@ of the bound), its hardware's peaks, and per metric its bound and measured value
 is measured / bound for a throughput and bound / measured for a time (roofline/annotate.py's
 convention), so a prediction is bound x efficiency (a throughput) or bound / efficiency (a time).
 
-The model is a ridge regression of log-efficiency on the shape, fitted per (engine, hardware);
-where that group is too small or absent it falls back to a fit pooled over the engine's other
-hardware of the same vendor (related hardware: one software stack), then over all its hardware,
-then over the hardware's other engines, then over everything: each prediction names its level and the records it rests on, and its
-interval comes from the held-out residuals of its level (validate()), so a fall-back is wider
-exactly as much as it was measured to be.
+The model is one ridge regression of log-efficiency on the shape (shared slopes), plus per
+group (engine x hardware, engine x vendor, engine, hardware, vendor) an offset and slopes, plus
+per model an offset, each shrunk toward 0 by its penalty: a group the training data holds
+little of stays near the levels above it, one it lacks (a new accelerator, a new model) gets
+exactly those levels. Each prediction names its level (the most specific group with enough
+records) and that group's records; its interval comes from the held-out residuals of the
+validation (validate(), interval_for()), so a fall-back is wider where it was measured to be.
 """
 
 from __future__ import annotations
@@ -24,13 +25,16 @@ import pandas as pd
 
 # metric -> True for a throughput (higher is better), False for a time
 METRICS = {"output_throughput_tok_s": True, "batch_latency_s": False}
+# log_step_s: the bound's seconds per output step; a fixed per-step overhead (launches,
+# scheduling) costs a larger share of a short step, so faster hardware and smaller models run
+# at a lower fraction of their bound: the one hardware trait shared across accelerators
 SHAPE = ["log_batch", "log_input", "log_output", "log_params", "log_gqa", "memory_bound",
-         "prefill_share", "log_devices", "log_weight_bytes"]
+         "prefill_share", "log_devices", "log_weight_bytes", "log_step_s"]
 LEVELS = ("engine+hardware", "engine+vendor", "engine", "hardware", "all")
 MIN_POINTS = 12    # fewer training points than this: fall back to the next level
 RIDGE = 1.0        # on standardised features: shrinks what few points cannot pin down
 SPLITS = {"model": "model", "batch": "batch", "accelerator": "hardware"}
-INTERVAL = (0.05, 0.95)
+COVERAGE = 0.90    # the interval: 90% of held-out points
 MIN_RESIDUALS = 20  # fewer held-out residuals at a level: the interval pools every level
 
 
@@ -53,98 +57,143 @@ def usable(frame: pd.DataFrame, metric: str) -> pd.DataFrame:
     return frame[(m > 0) & (b > 0) & np.isfinite(m) & np.isfinite(b)]
 
 
+# The groups whose offsets and slopes the fit learns, most specific first: a point's level is
+# the first whose group the training data holds (its prediction then rests on that group,
+# shrunk toward the groups after it); "all" is the shared part every point has.
+GROUPS = {"engine+hardware": ("engine", "hardware"), "engine+vendor": ("engine", "vendor"),
+          "engine": ("engine",), "hardware": ("hardware",), "vendor": ("vendor",)}
+# ridge penalties on standardised features (the shared slopes: RIDGE): a group's offset and
+# its slopes are shrunk toward 0, i.e. toward the levels above it, as much as its few points
+# cannot pin them; a model's offset likewise toward the models' common level
+OFFSET_RIDGE = 1.0
+SLOPE_RIDGE = 300.0
+MODEL_RIDGE = 30.0
+
+
 @dataclass
 class Fit:
-    """A ridge fit of log-efficiency on standardised features."""
+    """One ridge solve of log-efficiency on the shared shape slopes plus, per group of GROUPS,
+    an offset and slopes per key, and per model an offset; `vocab` holds each group's keys as
+    the training data had them (a key it lacked gets no column: that row falls back)."""
     features: list[str]
     mean: np.ndarray
     scale: np.ndarray
     intercept: float
+    vocab: dict[str, list[str]]
     coef: np.ndarray
-    n: int
-    hardware: tuple[str, ...]
-    engines: tuple[str, ...]
 
     def __call__(self, frame: pd.DataFrame) -> np.ndarray:
-        x = (frame[self.features].to_numpy(float) - self.mean) / self.scale
-        return self.intercept + x @ self.coef
+        return self.intercept + design(frame, self.vocab, self.features, self.mean, self.scale) @ self.coef
 
 
-def fit_ridge(train: pd.DataFrame, y: np.ndarray, features: list[str], ridge: float = RIDGE) -> Fit:
+def _keys(frame: pd.DataFrame, group: str) -> np.ndarray:
+    cols = GROUPS.get(group, (group,))
+    k = frame[cols[0]].astype(str)
+    for c in cols[1:]:
+        k = k + "|" + frame[c].astype(str)
+    return k.to_numpy()
+
+
+def _blocks(vocab: dict[str, list[str]], n_features: int) -> list[tuple[str, int, int]]:
+    """(group, first column, columns per key) after the shared slopes; a model: its offset only."""
+    out, at = [], n_features
+    for group, keys in vocab.items():
+        width = 1 if group == "model" else 1 + n_features
+        out.append((group, at, width))
+        at += width * len(keys)
+    return out
+
+
+def design(frame: pd.DataFrame, vocab: dict[str, list[str]], features: list[str], mean, scale
+           ) -> np.ndarray:
+    """The design matrix: the standardised shape (shared slopes), then per group and key an
+    offset column (1 where the row's key is it) and, for GROUPS, its slopes (the shape there)."""
+    z = (frame[features].to_numpy(float) - mean) / scale
+    nf = len(features)
+    blocks = _blocks(vocab, nf)
+    total = blocks[-1][1] + blocks[-1][2] * len(vocab[blocks[-1][0]]) if blocks else nf
+    x = np.zeros((len(frame), total))
+    x[:, :nf] = z
+    ones_z = np.hstack([np.ones((len(frame), 1)), z])
+    rows = np.arange(len(frame))
+    for group, first, width in blocks:
+        where = {k: i for i, k in enumerate(vocab[group])}
+        code = np.array([where.get(k, -1) for k in _keys(frame, group)])
+        seen = code >= 0
+        for j in range(width):
+            x[rows[seen], first + code[seen] * width + j] = ones_z[seen, j]
+    return x
+
+
+def fit_ridge(train: pd.DataFrame, y: np.ndarray, features: list[str] = SHAPE) -> Fit:
     x = train[features].to_numpy(float)
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
-    scale[scale == 0] = 1.0  # a constant feature carries nothing: its coefficient stays 0
-    z = (x - mean) / scale
+    # a constant feature carries nothing: its coefficient stays 0 (rounding leaves a constant's
+    # std at ~1e-15, which would blow a new point's standardised value up to ~1e15)
+    scale[scale <= 1e-9 * np.maximum(1.0, np.abs(mean))] = 1.0
+    vocab = {g: sorted(set(_keys(train, g))) for g in GROUPS} | {
+        "model": sorted(set(_keys(train, "model")))}
+    penalty = [RIDGE] * len(features)
+    for group, _, width in _blocks(vocab, len(features)):
+        per_key = [MODEL_RIDGE] if group == "model" else [OFFSET_RIDGE] + [SLOPE_RIDGE] * len(features)
+        penalty += per_key * len(vocab[group])
+    z = design(train, vocab, features, mean, scale)
     yc = y - y.mean()
-    coef = np.linalg.solve(z.T @ z + ridge * np.eye(len(features)), z.T @ yc)
-    return Fit(features, mean, scale, float(y.mean()), coef, len(train),
-               tuple(sorted(train["hardware"].unique())), tuple(sorted(train["engine"].unique())))
-
-
-def _key(level: str, row) -> tuple:
-    return {"engine+hardware": (row.engine, row.hardware),
-            "engine+vendor": (row.engine, row.vendor), "engine": (row.engine,),
-            "hardware": (row.hardware,), "all": ()}[level]
-
-
-def _members(train: pd.DataFrame, level: str, key: tuple) -> pd.DataFrame:
-    if level == "engine+hardware":
-        return train[(train["engine"] == key[0]) & (train["hardware"] == key[1])]
-    if level == "engine+vendor":
-        return train[(train["engine"] == key[0]) & (train["vendor"] == key[1])]
-    if level == "engine":
-        return train[train["engine"] == key[0]]
-    if level == "hardware":
-        return train[train["hardware"] == key[0]]
-    return train
+    coef = np.linalg.solve(z.T @ z + np.diag(penalty), z.T @ yc)
+    return Fit(features, mean, scale, float(y.mean()), vocab, coef)
 
 
 class EfficiencyModel:
-    """Log-efficiency of `metric` as a function of shape, with fall-backs (LEVELS)."""
+    """Log-efficiency of `metric` as a function of shape, engine, hardware and model, one
+    shrunk fit (fit_ridge); each prediction names its level (LEVELS) and the records of that
+    level's group, the ones that pin it."""
 
     def __init__(self, train: pd.DataFrame, metric: str, min_points: int = MIN_POINTS):
         self.train = usable(train, metric)
         self.metric = metric
         self.min_points = min_points
-        self.y = np.log(efficiency(self.train, metric).to_numpy(float))
-        self._fits: dict[tuple, Fit | None] = {}
+        # learnt against the bound corrected for what it knowingly leaves out (physics_offset)
+        y = np.log(efficiency(self.train, metric).to_numpy(float)) + physics_offset(self.train)
+        self.fit = fit_ridge(self.train, y) if len(self.train) else None
+        self.keys = {g: _keys(self.train, g) for g in GROUPS}
 
-    def _fit(self, level: str, key: tuple) -> Fit | None:
-        if (level, key) not in self._fits:
-            members = _members(self.train, level, key)
-            fit = None
-            if len(members) >= self.min_points:
-                # shape only, also where a fit spans hardware: peaks as features extrapolated
-                # worse to a held-out accelerator (docs/predict.md)
-                fit = fit_ridge(members, self.y[self.train.index.get_indexer(members.index)], SHAPE)
-            self._fits[(level, key)] = fit
-        return self._fits[(level, key)]
-
-    def _choose(self, row) -> tuple[str | None, tuple]:
-        for level in LEVELS:
-            key = _key(level, row)
-            if self._fit(level, key) is not None:
-                return level, key
-        return None, ()
+    def _level(self, row: pd.DataFrame) -> tuple[str, np.ndarray]:
+        """The most specific level whose group holds min_points training points, and them."""
+        for level in LEVELS[:-1]:
+            members = self.keys[level] == _keys(row, level)[0]
+            if members.sum() >= self.min_points:
+                return level, members
+        return "all", np.ones(len(self.train), bool)
 
     def predict(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """Per row: log_eff (predicted), level, n (training points), hardware, engines."""
+        """Per row: log_eff (predicted), level, n (training points of the level's group),
+        hardware, engines (of that group)."""
         out = pd.DataFrame({"log_eff": np.nan, "level": None, "n": 0, "hardware": None,
                             "engines": None}, index=frame.index, dtype=object)
+        if self.fit is None or frame.empty:
+            return out.astype({"log_eff": float, "n": int})
+        out["log_eff"] = self.fit(frame) - physics_offset(frame)
         for _, rows in frame.groupby(["engine", "hardware", "vendor"]):
-            level, key = self._choose(rows.iloc[0])
-            if level is None:
-                continue
-            fit = self._fits[(level, key)]
-            out.loc[rows.index, "log_eff"] = fit(rows)
+            level, members = self._level(rows.iloc[[0]])
+            members = self.train[members]
             out.loc[rows.index, "level"] = level
-            out.loc[rows.index, "n"] = fit.n
+            out.loc[rows.index, "n"] = len(members)
+            hw, eng = tuple(sorted(members["hardware"].unique())), tuple(sorted(members["engine"].unique()))
             for i in rows.index:
-                out.at[i, "hardware"], out.at[i, "engines"] = fit.hardware, fit.engines
+                out.at[i, "hardware"], out.at[i, "engines"] = hw, eng
         out["log_eff"] = out["log_eff"].astype(float)
         out["n"] = out["n"].astype(int)
         return out
+
+
+def physics_offset(frame: pd.DataFrame) -> np.ndarray:
+    """log of how much slower than its bound a point must be for what the bound knowingly
+    leaves out: a mixture of experts' decode reads the union of the experts its batch routes
+    to, not k of E (predict_points.moe_read), over the decode share of the bound's time."""
+    if "moe_read" not in frame:
+        return np.zeros(len(frame))
+    return ((1.0 - frame["prefill_share"]) * frame["moe_read"]).to_numpy(float)
 
 
 def constant_baseline(train: pd.DataFrame, test: pd.DataFrame, metric: str) -> np.ndarray:
@@ -189,6 +238,8 @@ def validate(frame: pd.DataFrame, split: str, metric: str, pool: pd.DataFrame | 
     frame = usable(frame, metric)
     col = SPLITS[split]
     pool = frame if pool is None else pool
+    # the baseline uses any other accelerator's measurement, held out or not: one pass for all
+    nearest = pd.Series(nearest_accelerator(frame, pool, metric), index=frame.index)
     parts = []
     for value, test in frame.groupby(col):
         train = frame[frame[col] != value]
@@ -200,25 +251,30 @@ def validate(frame: pd.DataFrame, split: str, metric: str, pool: pd.DataFrame | 
             "measured": test[f"measured_{metric}"],
             "model": from_efficiency(test, metric, np.exp(got["log_eff"])),
             "constant": constant_baseline(train, test, metric),
-            "nearest": nearest_accelerator(test, pool, metric),
+            "nearest": nearest.loc[test.index],
             "residual": np.log(efficiency(test, metric).to_numpy(float)) - got["log_eff"]},
             index=test.index)
         parts.append(part)
     return pd.concat(parts) if parts else pd.DataFrame()
 
 
-def quantiles(residuals, lo: float = INTERVAL[0], hi: float = INTERVAL[1]) -> tuple[float, float]:
-    r = np.asarray(residuals, float)
-    return float(np.quantile(r, lo)), float(np.quantile(r, hi))
+def half_width(residuals, level: float = COVERAGE) -> float:
+    """The `level` quantile of |log-residual|: a symmetric interval's half-width in log space
+    (a conformal score; symmetric, so a fold whose whole group sits to one side of the others
+    is still covered as far as the others' spread reaches)."""
+    return float(np.quantile(np.abs(np.asarray(residuals, float)), level))
 
 
 def interval_for(held: pd.DataFrame, level: str) -> tuple[float, float]:
-    """(lo, hi) log-residual quantiles of held-out points predicted at `level`, all levels
-    pooled where that level has fewer than MIN_RESIDUALS."""
-    r = held.loc[held["level"] == level, "residual"].dropna()
-    if len(r) < MIN_RESIDUALS:
-        r = held["residual"].dropna()
-    return quantiles(r)
+    """(lo, hi) of the log-residual for a prediction at `level`: the held-out points' 90%
+    |residual|, of that level where it has MIN_RESIDUALS of them, never narrower than all
+    levels pooled (a fall-back is wider exactly where its level measured wider)."""
+    r = held["residual"].dropna()
+    q = half_width(r)
+    at = held.loc[held["level"] == level, "residual"].dropna()
+    if len(at) >= MIN_RESIDUALS:
+        q = max(q, half_width(at))
+    return -q, q
 
 
 def coverage(held: pd.DataFrame) -> float:

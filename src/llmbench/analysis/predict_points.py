@@ -59,12 +59,27 @@ def row(rec) -> dict | None:
          "prefill_share": (bound.get("prefill_s") or 0.0) / lat if lat else 0.0,
          "log_devices": math.log2(max(rec.roofline.devices or 1, 1)),
          "log_weight_bytes": math.log2(_weight_bytes(dtype)),
-         "mem_bw": float(hw.mem_bw_gbs or float("nan")), "peak": float(peak or float("nan"))}
+         "mem_bw": float(hw.mem_bw_gbs or float("nan")), "peak": float(peak or float("nan")),
+         "log_step_s": math.log2(lat / out) if lat else 0.0,
+         "moe_read": moe_read(arch, batch)}
     for m in METRICS:
         meas = rec.metric(m, "mean")
         r[f"measured_{m}"] = float(meas) if meas else float("nan")
         r[f"bound_{m}"] = float(bound.get(m) or float("nan"))
     return r
+
+
+def moe_read(arch, batch: int) -> float:
+    """log(bytes a decode step of `batch` tokens reads / the bound's): each token routes to k of
+    E experts per layer, so a step reads the union, E x (1 - (1 - k/E)^batch) experts in
+    expectation where the bound counts k."""
+    if arch.num_experts <= 1:
+        return 0.0
+    e, k = arch.num_experts, arch.experts_per_token
+    expert = arch.layers * 3 * arch.hidden * arch.ffn * e / arch.param_count()  # experts' share
+    dense = 1.0 - expert
+    union = 1.0 - (1.0 - k / e) ** batch
+    return math.log((dense + expert * union) / (dense + expert * k / e))
 
 
 def frame(records: Iterable) -> pd.DataFrame:

@@ -19,7 +19,6 @@ from llmbench.launch.kind import PointKind, Progress
 from llmbench.store.record import BackendInfo, HardwareInfo, MetricStats, ModelInfo, Record, Roofline
 
 UNITS = {"output_throughput_tok_s": "tok/s", "batch_latency_s": "s"}
-INTERVAL = 0.90  # analysis/predict.py INTERVAL: the 5th to the 95th percentile
 
 
 class EstimatePoint(Frozen):
@@ -79,6 +78,7 @@ class EstimateKind(PointKind):
 
 def estimate_record(rec: Record, train, p: EstimatePoint) -> Record:
     """`rec` filled with the prediction of point `p` from the study frame `train`."""
+    from llmbench.analysis.predict import COVERAGE
     from llmbench.analysis.predict_points import query
     from llmbench.analysis.predict_report import predicted
     from llmbench.models.catalog import get_arch
@@ -97,5 +97,5 @@ def estimate_record(rec: Record, train, p: EstimatePoint) -> Record:
                             "interval_from": f"leave-one-{g['split']}-out"}
     rec.roofline = Roofline(bound={m: float(row[f"bound_{m}"]) for m in UNITS},
                             binding_resource=row["binding"])
-    rec.estimate = {"interval": INTERVAL, "study": p.study, "metrics": sections}
+    rec.estimate = {"interval": COVERAGE, "study": p.study, "metrics": sections}
     return rec
