@@ -18,6 +18,7 @@ from dash.exceptions import PreventUpdate
 from llmbench.dashboard import compare as compare_view
 from llmbench.dashboard import fidelity as fidelity_view
 from llmbench.dashboard import findings as findings_view
+from llmbench.dashboard import tables as tables_view
 from llmbench.dashboard.source import Source
 from llmbench.report import best as best_mod
 from llmbench.report import figures, views
@@ -281,6 +282,8 @@ def create_app(results: Path | str, poll_s: float = 10.0, index: Index | None = 
                         style=TAB, selected_style=TAB_ON),
                 dcc.Tab(label="Fidelity", value="fidelity", children=fidelity_view.layout(),
                         style=TAB, selected_style=TAB_ON),
+                dcc.Tab(label="Tables", value="tables", children=tables_view.layout(),
+                        style=TAB, selected_style=TAB_ON),
             ]),
             dcc.Interval(id="tick", interval=int(poll_s * 1000)),
             dcc.Store(id="version", data=source.version),
@@ -290,6 +293,7 @@ def create_app(results: Path | str, poll_s: float = 10.0, index: Index | None = 
     compare_view.register(app, results)
     findings_view.register(app, results)
     fidelity_view.register(app, source)
+    tables_view.register(app, source)
 
     @app.callback(Output("version", "data"), Output("counts", "children"),
                   Input("tick", "n_intervals"), prevent_initial_call=True)
