@@ -18,6 +18,7 @@ from dash.exceptions import PreventUpdate
 from llmbench.dashboard import compare as compare_view
 from llmbench.dashboard import fidelity as fidelity_view
 from llmbench.dashboard import findings as findings_view
+from llmbench.dashboard import predictions as predictions_view
 from llmbench.dashboard import tables as tables_view
 from llmbench.dashboard.source import Source
 from llmbench.report import best as best_mod
@@ -284,6 +285,8 @@ def create_app(results: Path | str, poll_s: float = 10.0, index: Index | None = 
                         style=TAB, selected_style=TAB_ON),
                 dcc.Tab(label="Tables", value="tables", children=tables_view.layout(),
                         style=TAB, selected_style=TAB_ON),
+                dcc.Tab(label="Predictions", value="predictions", children=predictions_view.layout(),
+                        style=TAB, selected_style=TAB_ON),
             ]),
             dcc.Interval(id="tick", interval=int(poll_s * 1000)),
             dcc.Store(id="version", data=source.version),
@@ -294,6 +297,7 @@ def create_app(results: Path | str, poll_s: float = 10.0, index: Index | None = 
     findings_view.register(app, results)
     fidelity_view.register(app, source)
     tables_view.register(app, source)
+    predictions_view.register(app, source)
 
     @app.callback(Output("version", "data"), Output("counts", "children"),
                   Input("tick", "n_intervals"), prevent_initial_call=True)

@@ -311,6 +311,32 @@ def _fidelity_blocks(d: data_mod.Data) -> list[_Block]:
                    table=_table_html(fid.table_rows(rows)))]
 
 
+MAX_PREDICTED_CONFIGS = 6
+
+
+def _prediction_blocks(d: data_mod.Data) -> list[_Block]:
+    """Each configuration that stored estimates predict (llmbench predict --save), its curve
+    and interval beside the measured points, per predicted metric (report/predictions.py);
+    those with measurements first. None without estimates."""
+    from llmbench.report import predictions as pred
+
+    blocks = []
+    for i, cfg in enumerate(pred.configurations(d.df)[:MAX_PREDICTED_CONFIGS]):
+        for metric in pred.METRICS:
+            cmp = pred.comparison(d.df, cfg, metric)
+            if cmp["predicted"].notna().any():
+                blocks.append(_Block(f"predictions-{i}-{metric}", cfg["label"], PREDICTION_NOTE,
+                                     pred.figure(cmp, cfg, metric, height=480),
+                                     _table_html(pred.table_rows(cmp, metric))))
+    return blocks
+
+
+PREDICTION_NOTE = ("ESTIMATE: stored predictions of llmbench predict (the roofline bound times an "
+                   "efficiency learned from the study; docs/predict.md), dashed, their 90% interval "
+                   "shaded; measured: the records of the same model, engine, hardware, dtype and "
+                   "lengths. predicted / measured against the own measurement, else the study's.")
+
+
 def _definitions_notes(df) -> str:
     """Which roofline versions the efficiencies come from (one older than today's: how to
     re-annotate), and the points whose energy was read over a window too short for it."""
@@ -359,6 +385,8 @@ def write_report(results: Path | str, out: Path | str, png: bool = True,
                                   [_Block("efficiency", v.title, v.help, fig)]))
     if blocks := _fidelity_blocks(d):
         blocks_by_section.append(("fidelity", "Fidelity beside speed", blocks))
+    if blocks := _prediction_blocks(d):
+        blocks_by_section.append(("predictions", "Predictions beside measurements (ESTIMATE)", blocks))
     blocks_by_section.extend(_findings_sections(results, reference))
     report = Report(html=out / "index.html")
     figs: dict[str, figures.Fig] = {}
