@@ -50,8 +50,9 @@ def content(df, index: int | None, metric: str) -> tuple[dict, html.Table | html
     cmp = pred.comparison(df, cfg, metric)
     fig = pred.figure(cmp, cfg, metric, height=520)
     rows = pred.table_rows(cmp, metric)
-    table = html.Table([html.Thead(html.Tr([html.Th(c) for c in rows[0]])),
-                        html.Tbody([html.Tr([html.Td(v) for v in r.values()]) for r in rows])],
+    cols = [c for c in rows[0] if any(r[c] != "–" for r in rows)]   # none of the study's: no column
+    table = html.Table([html.Thead(html.Tr([html.Th(c) for c in cols])),
+                        html.Tbody([html.Tr([html.Td(r[c]) for c in cols]) for r in rows])],
                        className="ranked")
     n = int(cmp["ratio"].notna().sum())
     note = (f"{int(cmp['predicted'].notna().sum())} ESTIMATE point(s) · {n} with a measurement of the "

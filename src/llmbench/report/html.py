@@ -327,7 +327,7 @@ def _prediction_blocks(d: data_mod.Data) -> list[_Block]:
             if cmp["predicted"].notna().any():
                 blocks.append(_Block(f"predictions-{i}-{metric}", cfg["label"], PREDICTION_NOTE,
                                      pred.figure(cmp, cfg, metric, height=480),
-                                     _table_html(pred.table_rows(cmp, metric))))
+                                     _table_html(_filled(pred.table_rows(cmp, metric)))))
     return blocks
 
 

@@ -184,7 +184,7 @@ def figure(cmp: pd.DataFrame, cfg: dict, metric: str, height: int = 520, title: 
     x = p["batch_size"]
     # the band: hi forwards then lo backwards, one closed shape
     fig.add_trace("scatter", x=list(x) + list(x[::-1]), y=list(p["hi"]) + list(p["lo"][::-1]),
-                  fill="toself", fillcolor="rgba(122,81,149,0.16)", line=dict(width=0),
+                  mode="lines", fill="toself", fillcolor="rgba(122,81,149,0.16)", line=dict(width=0),
                   hoverinfo="skip", name="ESTIMATE: 90% interval", legendgroup="est")
     hover = ("<b>ESTIMATE</b> (llmbench predict)<br>batch " + x.astype(int).astype(str)
              + "<br>predicted " + p["predicted"].map(fmt) + " (" + p["lo"].map(fmt) + " – "
@@ -208,15 +208,16 @@ def figure(cmp: pd.DataFrame, cfg: dict, metric: str, height: int = 520, title: 
                       marker=dict(symbol=symbol, size=11, color=color, line=dict(width=2, color=color)))
         for _, r in m[m["predicted"].notna()].iterrows():
             fig.add_annotation(x=np.log10(r["batch_size"]), y=np.log10(r[col]), xref="x", yref="y",
-                               text=f"×{r['predicted'] / r[col]:.2f}", showarrow=False, yshift=-16,
-                               font=dict(size=11, color=color))
+                               text=f"×{r['predicted'] / r[col]:.2f}", showarrow=False, xshift=10,
+                               xanchor="left", bgcolor="rgba(255,255,255,0.85)",
+                               font=dict(size=12, color=color))
     xs = sorted(set(cmp["batch_size"].dropna()))
     fig.update_xaxes(title=dict(text="Batch size"), type="log", tickvals=xs,
                      ticktext=[str(int(v)) for v in xs])
     ys = [v for c in ("lo", "hi", "predicted", "measured", "study") for v in cmp[c].dropna()]
     fig.update_yaxes(title=dict(text=figures.label(metric)), type="log")
     figures._apply_log_ticks(fig, "y", ys)
-    fig.add_annotation(text=f"{config_label(cfg)} · ×r under a point: predicted / measured",
+    fig.add_annotation(text=f"{config_label(cfg)} · ×r beside a measured point: predicted / measured",
                        showarrow=False, xref="paper", yref="paper", x=0, y=1.0, xanchor="left",
                        yanchor="bottom", font=dict(size=12, color="#555"))
     fig.update_layout(margin=dict(t=80), meta={"points": int(len(cmp))})
