@@ -112,3 +112,24 @@ def test_dashboard_tables_tab(store):
     df = data.load(store).df
     check_tables(by_title(sections(df, "own")))
     assert content(df, "reference")[0].children.startswith("No reference record")
+
+
+def test_dashboard_explore_opens_one_shape_on_its_own_headline(tmp_path):
+    """A store whose serving points are all embeddings: the serving view opens on that shape's
+    headline (req/s first), not on the view's first latency the records happen to carry (E2E).
+    Points: 7.5 and 12.5 req/s merged -> 10 at concurrency 1, 30 at 4."""
+    from llmbench.dashboard.app import figure_state, view_state
+    from llmbench.report import data
+
+    st = Store(tmp_path)
+    for r in records()[2:5]:
+        st.write(r)
+    d = data.load(tmp_path)
+    fields = d.filter_fields()
+    state = view_state(d, "serving", fields, "own")
+    assert state["y"] == "request_throughput_req_s"
+    filters = {f: v for f, v in zip(fields, state["filters"]) if v}
+    fig, _, _ = figure_state(d, "serving", state["x"], state["y"], "mean", state["color"],
+                             state["log"], filters)
+    lines = [t for t in fig["data"] if t.get("mode") == "lines+markers"]
+    assert [(t["x"], t["y"]) for t in lines] == [([1, 4], [10.0, 30.0])]

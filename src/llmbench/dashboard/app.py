@@ -93,8 +93,16 @@ def view_state(data: Data, view_key: str, fields: list[str], source: str | None 
     x, y = views.default_x(data, view, rows), views.default_y(data, view, rows)
     x_opts = views.x_options(data)
     xs = list(dict.fromkeys([x, *x_opts]))
-    ys = list(dict.fromkeys([y, *views.y_options(data)]))
     color, pins = views.default_choice(data, view, x, y, df=rows)
+    if "request_shape" in pins:  # pinned to one request shape: its own headline on the y axis
+        shape_pin = {"request_shape": pins["request_shape"]}
+        one = views.apply_filters(rows, shape_pin)
+        y_shape = views.default_y(data, view, one)
+        if y_shape != y:
+            y = y_shape
+            color, pins = views.default_choice(data, view, x, y, df=one)
+            pins = {**shape_pin, **pins}
+    ys = list(dict.fromkeys([y, *views.y_options(data)]))
     colors = list(dict.fromkeys([color, view.color, "system", "hardware", "engine", "source",
                                  *x_opts]))
     help_ = view.help + (" Pinned to the most measured slice: " +
