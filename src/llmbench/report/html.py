@@ -70,7 +70,7 @@ def _view_blocks(d: data_mod.Data, source: str) -> list[_Block]:
         for shape in shapes.shapes_in(rows):
             ys = shapes.headline_metrics("serving", shape) if shapes.own_headline(shape) else None
             blocks += _view_figures(d, source, key, shapes.of_shape(rows, shape),
-                                    shapes.shape_filter(shape), drawn, shape, ys)
+                                    views.shape_filter(shape), drawn, shape, ys)
     return blocks + _kind_blocks(d, source, drawn)
 
 

@@ -11,7 +11,6 @@ import pandas as pd
 
 from llmbench.loadgen.shapes import DEFAULT
 from llmbench.metrics import SHAPE_SHOWN_FIRST, headline, split_column
-from llmbench.report.views import MISSING
 
 FIELD = "request_shape"
 
@@ -31,11 +30,6 @@ def shapes_in(df: pd.DataFrame) -> list[str]:
 
 def of_shape(df: pd.DataFrame, shape: str) -> pd.DataFrame:
     return df[(shape_of(df) == shape).to_numpy()]
-
-
-def shape_filter(shape: str) -> dict[str, list]:
-    """The views' filter (views.apply_filters) that keeps one shape's rows."""
-    return {FIELD: [MISSING, DEFAULT] if shape == DEFAULT else [shape]}
 
 
 def own_headline(shape: str) -> bool:

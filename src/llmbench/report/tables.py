@@ -12,6 +12,7 @@ import pandas as pd
 
 from llmbench.metrics import column_header, format_value, headline
 from llmbench.numfmt import fmt
+from llmbench.report import shapes
 from llmbench.columns import distinguishing, said_once
 
 KIND_TITLES = {"perplexity": "Perplexity", "training": "Training throughput and MFU",
@@ -38,8 +39,6 @@ SETTINGS = "settings"
 def kind_tables(df: pd.DataFrame, kind: str) -> list[tuple[str, str, list[dict[str, str]], str]]:
     """One table per request shape of a kind's ok records (report/shapes.py): (shape, title,
     rows, note), each under its shape's headline metrics; the plain text shape first."""
-    from llmbench.report import shapes
-
     d = df[(df["kind"] == kind) & (df["status"] == "ok")]
     out = []
     for shape in shapes.shapes_in(d):
