@@ -255,12 +255,17 @@ CATALOG: dict[str, Metric] = {m.name: m for m in (
        "higher", "share of the reference's continuation (teacher-forced) where the engine's most "
        "likely next token is the reference's"),
 )}
-# What a table shows first for a record of a request shape whose answers are not generated
-# text (workload.request_shape): its own headline in place of the kind's.
+# A request shape's headline (workload.request_shape; loadgen/shapes), shown before its kind's
+# own columns: the one place the report, the dashboard and `llmbench results` read it. A shape
+# not named here (text, lora, a new one) is shown under its kind's headline (SHOWN_FIRST).
 SHAPE_SHOWN_FIRST: dict[str, tuple[str, ...]] = {
-    shape: ("request_throughput_req_s_mean", "input_throughput_inputs_per_s_mean",
-            "input_throughput_tok_s_mean", "e2e_s_p50", "e2e_s_p90", "e2e_s_p99")
-    for shape in ("embeddings", "rerank")}
+    # pooling answers are vectors or scores: no token stream, so no TTFT/TPOT; inputs count
+    **{shape: ("request_throughput_req_s_mean", "input_throughput_inputs_per_s_mean",
+               "input_throughput_tok_s_mean", "e2e_s_p50", "e2e_s_p90", "e2e_s_p99")
+       for shape in ("embeddings", "rerank")},
+    # judged answers: how many were what was asked for, before how fast they came
+    **{shape: ("valid_fraction_mean",) for shape in ("structured", "tools")},
+}
 
 # What a table shows first for each record kind (the report's kind tables, `llmbench results`),
 # as flat columns, the most telling first: a narrow terminal keeps the left ones.
@@ -352,6 +357,13 @@ def shown_first(kinds) -> list[str]:
     shapes = tuple(c for cs in SHAPE_SHOWN_FIRST.values() for c in cs)
     return list(dict.fromkeys(c for k in kinds
                               for c in SHOWN_FIRST.get(k, ()) + (shapes if k == "serving" else ())))
+
+
+def headline(kind: str, shape: str | None = None) -> list[str]:
+    """The columns a table of one kind's records of one request shape shows first: the
+    shape's own headline (SHAPE_SHOWN_FIRST), then the kind's (a table drops the columns none
+    of its rows has: a pooling shape's TTFT, which its records never carry)."""
+    return list(dict.fromkeys(SHAPE_SHOWN_FIRST.get(shape or "", ()) + SHOWN_FIRST.get(kind, ())))
 
 
 def _column_metric(col: str) -> tuple[Metric, str] | None:

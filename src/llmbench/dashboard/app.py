@@ -18,6 +18,8 @@ from dash.exceptions import PreventUpdate
 from llmbench.dashboard import compare as compare_view
 from llmbench.dashboard import fidelity as fidelity_view
 from llmbench.dashboard import findings as findings_view
+from llmbench.dashboard import predictions as predictions_view
+from llmbench.dashboard import tables as tables_view
 from llmbench.dashboard.source import Source
 from llmbench.report import best as best_mod
 from llmbench.report import figures, views
@@ -91,8 +93,16 @@ def view_state(data: Data, view_key: str, fields: list[str], source: str | None 
     x, y = views.default_x(data, view, rows), views.default_y(data, view, rows)
     x_opts = views.x_options(data)
     xs = list(dict.fromkeys([x, *x_opts]))
-    ys = list(dict.fromkeys([y, *views.y_options(data)]))
     color, pins = views.default_choice(data, view, x, y, df=rows)
+    if "request_shape" in pins:  # pinned to one request shape: its own headline on the y axis
+        shape_pin = {"request_shape": pins["request_shape"]}
+        one = views.apply_filters(rows, shape_pin)
+        y_shape = views.default_y(data, view, one)
+        if y_shape != y:
+            y = y_shape
+            color, pins = views.default_choice(data, view, x, y, df=one)
+            pins = {**shape_pin, **pins}
+    ys = list(dict.fromkeys([y, *views.y_options(data)]))
     colors = list(dict.fromkeys([color, view.color, "system", "hardware", "engine", "source",
                                  *x_opts]))
     help_ = view.help + (" Pinned to the most measured slice: " +
@@ -281,6 +291,10 @@ def create_app(results: Path | str, poll_s: float = 10.0, index: Index | None = 
                         style=TAB, selected_style=TAB_ON),
                 dcc.Tab(label="Fidelity", value="fidelity", children=fidelity_view.layout(),
                         style=TAB, selected_style=TAB_ON),
+                dcc.Tab(label="Tables", value="tables", children=tables_view.layout(),
+                        style=TAB, selected_style=TAB_ON),
+                dcc.Tab(label="Predictions", value="predictions", children=predictions_view.layout(),
+                        style=TAB, selected_style=TAB_ON),
             ]),
             dcc.Interval(id="tick", interval=int(poll_s * 1000)),
             dcc.Store(id="version", data=source.version),
@@ -290,6 +304,8 @@ def create_app(results: Path | str, poll_s: float = 10.0, index: Index | None = 
     compare_view.register(app, results)
     findings_view.register(app, results)
     fidelity_view.register(app, source)
+    tables_view.register(app, source)
+    predictions_view.register(app, source)
 
     @app.callback(Output("version", "data"), Output("counts", "children"),
                   Input("tick", "n_intervals"), prevent_initial_call=True)

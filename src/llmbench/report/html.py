@@ -14,7 +14,7 @@ import pandas as pd
 from llmbench import __version__
 from llmbench.report import best as best_mod
 from llmbench.report import data as data_mod
-from llmbench.report import figures, tables, views
+from llmbench.report import figures, shapes, tables, views
 
 SECTIONS = (("own", "Your results"), ("reference", "Published reference data (LLM-Inference-Bench)"))
 TOOL_FIGURES_NOTE = (
@@ -56,63 +56,88 @@ def _pins_text(pins: dict) -> str:
 
 def _view_blocks(d: data_mod.Data, source: str) -> list[_Block]:
     blocks: list[_Block] = []
-    drawn: set[str] = set()  # record kinds some figure shows
+    drawn: set[tuple[str, str]] = set()  # (record kind, request shape) some figure shows
     for key in REPORT_VIEWS:
         view = views.VIEWS[key]
         rows = views.view_rows(d, view)
         rows = rows[rows["source"] == source]
         if rows.empty:
             continue
-        x, y, color = views.default_x(d, view, rows), views.default_y(d, view, rows), view.color
-        ch = views.Choice(view=key, x=x, y=y)
-        if views.value_column(rows, y, "mean") not in rows.columns or x not in rows.columns:
+        if view.kinds != ("serving",):
+            blocks += _view_figures(d, source, key, rows, {}, drawn)
             continue
-        if rows[views.value_column(rows, y, "mean")].notna().sum() == 0 or rows[x].notna().sum() == 0:
-            continue
-        if view.plot == "xy" and rows.loc[rows[views.value_column(rows, y, "mean")].notna(), x].nunique() < 2:
-            continue  # one x value is a table, not a trend
-        color, pins = views.default_choice(d, view, x, y, df=rows)
-        ch.color = color
-        ch.filters = {**pins, "source": [source]}
-        title = f"Distribution of {figures.label(y).split(' (')[0].lower()}" \
-            if view.plot == "ecdf" else None
-        fig, pts = views.build(d, ch, height=500, title=title)
-        if view.plot == "ecdf" and len(pts) == 0:
-            continue
-        blocks.append(_Block(f"{source}-{key}", view.title, _pins_text(pins) or view.help, fig))
-        drawn |= set(views.apply_filters(rows, pins).loc[
-            lambda r: r[views.value_column(rows, y, "mean")].notna(), "kind"])
-        pinned = views.apply_filters(rows, pins)
-        for m in view.also:  # e.g. ITL and E2E beside TTFT; MFU and scaling beside TFLOP/s
-            col = views.value_column(rows, m, "mean")
-            # Drawn only when the pinned slice has it: else the figure would be an empty frame.
-            if m == y or col not in rows.columns or x not in rows.columns or \
-                    not (pinned[col].notna() & pinned[x].notna()).any():
-                continue
-            t2 = f"Distribution of {figures.label(m).split(' (')[0].lower()}" \
-                if view.plot == "ecdf" else \
-                f"{figures.label(m).split(' (')[0]} vs {figures.label(x).split(' (')[0].lower()}"
-            f2, _ = views.build(d, views.Choice(view=key, x=x, y=m, color=color, filters=ch.filters),
-                                height=460 if view.plot == "ecdf" else 500, title=t2)
-            blocks.append(_Block(f"{source}-{key}-{m}", f2.title, _pins_text(pins), f2))
+        # serving: each request shape under its own headline (report/shapes.py)
+        for shape in shapes.shapes_in(rows):
+            ys = shapes.headline_metrics("serving", shape) if shapes.own_headline(shape) else None
+            blocks += _view_figures(d, source, key, shapes.of_shape(rows, shape),
+                                    views.shape_filter(shape), drawn, shape, ys)
     return blocks + _kind_blocks(d, source, drawn)
 
 
-def _kind_blocks(d: data_mod.Data, source: str, drawn: set[str]) -> list[_Block]:
-    """A table for every record kind in the section: perplexity and training always (their
-    numbers are the point), serving and offline inference when no figure shows them (a single
-    point has no trend to draw)."""
+def _view_figures(d: data_mod.Data, source: str, key: str, rows: pd.DataFrame, only: dict,
+                  drawn: set[tuple[str, str]], shape: str = shapes.DEFAULT,
+                  ys: list[str] | None = None) -> list[_Block]:
+    """A view's default figure over `rows` (and those of its `also` metrics with data); `only`:
+    the filter that keeps them (one request shape's), `ys`: the y metrics in place of the
+    view's (a shape's own headline: the first with data drawn, the others beside it)."""
+    view = views.VIEWS[key]
+    if ys is not None:
+        ys = [m for m in ys if views.value_column(rows, m, "mean") in rows.columns
+              and rows[views.value_column(rows, m, "mean")].notna().any()]
+        if not ys:
+            return []
+    x = views.default_x(d, view, rows)
+    y = ys[0] if ys else views.default_y(d, view, rows)
+    also = ys[1:] if ys else view.also
+    ch = views.Choice(view=key, x=x, y=y)
+    ycol = views.value_column(rows, y, "mean")
+    if ycol not in rows.columns or x not in rows.columns:
+        return []
+    if rows[ycol].notna().sum() == 0 or rows[x].notna().sum() == 0:
+        return []
+    if view.plot == "xy" and rows.loc[rows[ycol].notna(), x].nunique() < 2:
+        return []  # one x value is a table, not a trend
+    color, pins = views.default_choice(d, view, x, y, df=rows)
+    ch.color = color
+    ch.filters = {**pins, **only, "source": [source]}
+    said = "" if shape == shapes.DEFAULT else f" — {shape} requests"
+    title = f"Distribution of {figures.label(y).split(' (')[0].lower()}" \
+        if view.plot == "ecdf" else (view.title + said if ys else None)
+    fig, pts = views.build(d, ch, height=500, title=title)
+    if view.plot == "ecdf" and len(pts) == 0:
+        return []
+    anchor = f"{source}-{key}" + ("" if shape == shapes.DEFAULT else f"-{shape}")
+    blocks = [_Block(anchor, title or view.title, _pins_text(pins) or view.help, fig)]
+    pinned = views.apply_filters(rows, pins)
+    drawn |= {(k, shape) for k in pinned.loc[pinned[ycol].notna(), "kind"]}
+    for m in also:  # e.g. ITL and E2E beside TTFT; MFU and scaling beside TFLOP/s
+        col = views.value_column(rows, m, "mean")
+        # Drawn only when the pinned slice has it: else the figure would be an empty frame.
+        if m == y or col not in rows.columns or not (pinned[col].notna() & pinned[x].notna()).any():
+            continue
+        t2 = f"Distribution of {figures.label(m).split(' (')[0].lower()}" \
+            if view.plot == "ecdf" else \
+            f"{figures.label(m).split(' (')[0]} vs {figures.label(x).split(' (')[0].lower()}{said}"
+        f2, _ = views.build(d, views.Choice(view=key, x=x, y=m, color=color, filters=ch.filters),
+                            height=460 if view.plot == "ecdf" else 500, title=t2)
+        blocks.append(_Block(f"{anchor}-{m}", f2.title, _pins_text(pins), f2))
+    return blocks
+
+
+def _kind_blocks(d: data_mod.Data, source: str, drawn: set[tuple[str, str]]) -> list[_Block]:
+    """A table for every record kind (and request shape) in the section: perplexity and
+    training always (their numbers are the point), serving and offline inference when no
+    figure shows them (a single point has no trend to draw)."""
     if d.df.empty:
         return []
     df = d.df[d.df["source"] == source]
     out = []
     for kind in ("serving", "inference", "perplexity", "training"):
-        if kind in drawn and kind in ("serving", "inference"):
-            continue
-        rows, note = tables.kind_table(df, kind)
-        if rows:
-            out.append(_Block(f"{source}-table-{kind}", tables.KIND_TITLES[kind], note,
-                              table=_table_html(_filled(rows))))
+        for shape, title, rows, note in tables.kind_tables(df, kind):
+            if (kind, shape) in drawn and kind in ("serving", "inference"):
+                continue
+            anchor = f"{source}-table-{kind}" + ("" if shape == shapes.DEFAULT else f"-{shape}")
+            out.append(_Block(anchor, title, note, table=_table_html(_filled(rows))))
     return out
 
 
@@ -286,6 +311,32 @@ def _fidelity_blocks(d: data_mod.Data) -> list[_Block]:
                    table=_table_html(fid.table_rows(rows)))]
 
 
+MAX_PREDICTED_CONFIGS = 6
+
+
+def _prediction_blocks(d: data_mod.Data) -> list[_Block]:
+    """Each configuration that stored estimates predict (llmbench predict --save), its curve
+    and interval beside the measured points, per predicted metric (report/predictions.py);
+    those with measurements first. None without estimates."""
+    from llmbench.report import predictions as pred
+
+    blocks = []
+    for i, cfg in enumerate(pred.configurations(d.df)[:MAX_PREDICTED_CONFIGS]):
+        for metric in pred.METRICS:
+            cmp = pred.comparison(d.df, cfg, metric)
+            if cmp["predicted"].notna().any():
+                blocks.append(_Block(f"predictions-{i}-{metric}", cfg["label"], PREDICTION_NOTE,
+                                     pred.figure(cmp, cfg, metric, height=480),
+                                     _table_html(_filled(pred.table_rows(cmp, metric)))))
+    return blocks
+
+
+PREDICTION_NOTE = ("ESTIMATE: stored predictions of llmbench predict (the roofline bound times an "
+                   "efficiency learned from the study; docs/predict.md), dashed, their 90% interval "
+                   "shaded; measured: the records of the same model, engine, hardware, dtype and "
+                   "lengths. predicted / measured against the own measurement, else the study's.")
+
+
 def _definitions_notes(df) -> str:
     """Which roofline versions the efficiencies come from (one older than today's: how to
     re-annotate), and the points whose energy was read over a window too short for it."""
@@ -334,6 +385,8 @@ def write_report(results: Path | str, out: Path | str, png: bool = True,
                                   [_Block("efficiency", v.title, v.help, fig)]))
     if blocks := _fidelity_blocks(d):
         blocks_by_section.append(("fidelity", "Fidelity beside speed", blocks))
+    if blocks := _prediction_blocks(d):
+        blocks_by_section.append(("predictions", "Predictions beside measurements (ESTIMATE)", blocks))
     blocks_by_section.extend(_findings_sections(results, reference))
     report = Report(html=out / "index.html")
     figs: dict[str, figures.Fig] = {}

@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from llmbench.metrics import SHOWN_FIRST, column_header, format_value
+from llmbench.metrics import column_header, format_value, headline
 from llmbench.numfmt import fmt
+from llmbench.report import shapes
 from llmbench.columns import distinguishing, said_once
 
 KIND_TITLES = {"perplexity": "Perplexity", "training": "Training throughput and MFU",
@@ -35,14 +36,28 @@ _WHERE = {"url", "gguf", "model_dir"}
 SETTINGS = "settings"
 
 
-def kind_table(df: pd.DataFrame, kind: str) -> tuple[list[dict[str, str]], str]:
+def kind_tables(df: pd.DataFrame, kind: str) -> list[tuple[str, str, list[dict[str, str]], str]]:
+    """One table per request shape of a kind's ok records (report/shapes.py): (shape, title,
+    rows, note), each under its shape's headline metrics; the plain text shape first."""
+    d = df[(df["kind"] == kind) & (df["status"] == "ok")]
+    out = []
+    for shape in shapes.shapes_in(d):
+        rows, note = kind_table(shapes.of_shape(d, shape), kind, shape)
+        if rows:
+            out.append((shape, shapes.shape_title(KIND_TITLES[kind], shape), rows, note))
+    return out
+
+
+def kind_table(df: pd.DataFrame, kind: str, shape: str | None = None
+               ) -> tuple[list[dict[str, str]], str]:
     """Rows (display strings) for the ok records of one kind, duplicates of a configuration
     merged by their mean, and a note (the values every row shares, rows left out). The
-    metrics are the catalog's for the kind (metrics.SHOWN_FIRST), each formatted by its unit;
-    the fields that differ between the rows (llmbench.columns, as `llmbench results` picks them)
-    are said in one 'settings' column, so that none hides off the card's edge."""
+    metrics are the catalog's for the kind and request shape (metrics.headline), each
+    formatted by its unit; the fields that differ between the rows (llmbench.columns, as
+    `llmbench results` picks them) are said in one 'settings' column, so that none hides off
+    the card's edge. `shape`: the rows' one request shape (kind_tables splits them)."""
     d = df[(df["kind"] == kind) & (df["status"] == "ok")]
-    metrics = [c for c in SHOWN_FIRST.get(kind, ()) if c in d and d[c].notna().any()]
+    metrics = [c for c in headline(kind, shape) if c in d and d[c].notna().any()]
     if d.empty or not metrics:
         return [], ""
     cols = list(d.columns)

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from llmbench.metrics import FIGURE_Y
-from llmbench.report import figures
+from llmbench.report import figures, shapes
 from llmbench.report.aggregate import aggregate, rows_where, value_column, varying_within
 from llmbench.report.data import Data, samples
 
@@ -111,12 +111,31 @@ def default_x(data: Data, view: View, df: pd.DataFrame | None = None) -> str | N
 
 
 def default_y(data: Data, view: View, df: pd.DataFrame | None = None) -> str | None:
+    """The first of the view's y metrics the rows have; for serving rows of one request shape
+    with a headline of its own (an embeddings point has no TTFT), the first of its headline."""
     df = data.df if df is None else df
-    for m in view.y:
+    for m in _shape_headline(df) + list(view.y):
         c = value_column(df, m, "mean")
         if c in df.columns and df[c].notna().any():
             return m
     return view.y[0]
+
+
+def _shape_headline(df: pd.DataFrame) -> list[str]:
+    """The headline metrics of the rows' one request shape when the catalog gives it its own
+    (report/shapes.py), else none."""
+    if df.empty or "kind" not in df or set(df["kind"].dropna()) != {"serving"}:
+        return []
+    found = shapes.shapes_in(df)
+    if len(found) != 1 or not shapes.own_headline(found[0]):
+        return []
+    return shapes.headline_metrics("serving", found[0])
+
+
+def shape_filter(shape: str) -> dict[str, list]:
+    """The filter (apply_filters) that keeps one request shape's rows; a record naming no shape
+    is plain text."""
+    return {shapes.FIELD: [MISSING, shapes.DEFAULT] if shape == shapes.DEFAULT else [shape]}
 
 
 def view_rows(data: Data, view: View) -> pd.DataFrame:
