@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from tests.conftest import has
+from tests.conftest import cli, has
 
 from llmbench.errors import SpecError
 from llmbench.kinds.serving.config import ServeConfig
@@ -109,19 +109,17 @@ def test_a_point_against_a_server_of_known_behaviour(tiny_vl, tmp_path, capsys):
     smart_resize grid/4 + 2, so image tokens per request are count x that; TTFT waits
     0.05 s + 2 ms per image token (closed loop, one at a time: no queueing), so no group's TTFT
     is below its delay, the fastest of each is near it, and the groups order by image tokens."""
-    from llmbench.cli import main
     from llmbench.store.store import Store
 
     with VisionServer(base_s=0.05, s_per_image_token=0.002) as srv:
-        try:
-            main(["serve", srv.url, "--model", str(tiny_vl), "--api", "chat", "--shape", "images",
-                  "--shape-opt", "resolution=224x224,448x448", "--shape-opt", "count=1,2",
-                  "--concurrency", "1", "-n", "8", "--input-len", "12", "--output-len", "4",
-                  "--warmup-requests", "0", "--no-server-metrics", "--results", str(tmp_path)])
-        except SystemExit as e:
-            assert e.code in (0, None), capsys.readouterr()
+        code, out = cli(["serve", srv.url, "--model", str(tiny_vl), "--api", "chat", "--shape", "images",
+                         "--shape-opt", "resolution=224x224,448x448", "--shape-opt", "count=1,2",
+                         "--concurrency", "1", "-n", "8", "--input-len", "12", "--output-len", "4",
+                         "--warmup-requests", "0", "--no-server-metrics", "--results", str(tmp_path)], capsys)
+    assert code == 0, out
     assert sorted(srv.sizes) == sorted([[(224, 224)]] * 2 + [[(224, 224)] * 2] * 2
                                        + [[(448, 448)]] * 2 + [[(448, 448)] * 2] * 2)
+    assert len(set(srv.pixels)) == len(srv.pixels) == 12     # every image decoded, each its own
     (rec,) = Store(tmp_path).records()
     assert rec.workload["request_shape"] == "images"
     by = rec.serving["by_images"]
@@ -153,17 +151,14 @@ def test_a_server_counting_otherwise_is_judged_a_mismatch(tiny_vl, tmp_path, cap
     """The same server counting one token more per image: every answer is image_tokens_mismatch."""
     import vision_server
 
-    from llmbench.cli import main
     from llmbench.store.store import Store
 
     monkeypatch.setattr(vision_server, "image_tokens", lambda w, h, f=vision_server.image_tokens: f(w, h) + 1)
     with VisionServer() as srv:
-        try:
-            main(["serve", srv.url, "--model", str(tiny_vl), "--api", "chat", "--shape", "images",
-                  "--concurrency", "1", "-n", "2", "--input-len", "8", "--output-len", "2",
-                  "--warmup-requests", "0", "--no-server-metrics", "--results", str(tmp_path)])
-        except SystemExit as e:
-            assert e.code in (0, None), capsys.readouterr()
+        code, out = cli(["serve", srv.url, "--model", str(tiny_vl), "--api", "chat", "--shape", "images",
+                         "--concurrency", "1", "-n", "2", "--input-len", "8", "--output-len", "2",
+                         "--warmup-requests", "0", "--no-server-metrics", "--results", str(tmp_path)], capsys)
+    assert code == 0, out
     (rec,) = Store(tmp_path).records()
     assert rec.serving["validity"]["invalid_by_cause"] == {"image_tokens_mismatch": 2}
     assert rec.serving["by_images"]["1@448x448"]["image_tokens_per_request"]["mean"] == 16 * 16 + 3

@@ -11,10 +11,9 @@ import asyncio
 import base64
 import io
 import json
-import socket
-import threading
 
 from aiohttp import web
+from threaded_app import ThreadedApp
 
 # <|im_start|> system You are a helpful assistant. <|im_end|> (1+1+5+1) <|im_start|> user (2)
 # ... <|im_end|> (1) <|im_start|> assistant (2): the words split on whitespace, one token each
@@ -28,43 +27,16 @@ def image_tokens(width: int, height: int) -> int:
     return (h // 28) * (w // 28) + 2
 
 
-class VisionServer:
+class VisionServer(ThreadedApp):
     def __init__(self, base_s: float = 0.0, s_per_image_token: float = 0.0):
         self.base_s, self.s_per_image_token = base_s, s_per_image_token
         self.sizes: list[list[tuple[int, int]]] = []    # per request: each image's (w, h)
         self.pixels: list[bytes] = []                     # every image's decoded RGB bytes
-
-    def __enter__(self) -> VisionServer:
         image_tokens(28, 28)    # transformers imported now, not inside the first request's timing
-        ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, args=(ready,), daemon=True)
-        self._thread.start()
-        assert ready.wait(10), "vision server did not start"
-        return self
 
-    def __exit__(self, *exc) -> None:
-        asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def _serve(self, ready: threading.Event) -> None:
-        self._loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(self._loop)
-        app = web.Application(client_max_size=64 << 20)
+    def routes(self, app: web.Application) -> None:   # lifecycle: threaded_app.py
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_get("/v1/models", self._models)
-        self._runner = web.AppRunner(app, shutdown_timeout=1.0)
-        self._loop.run_until_complete(self._runner.setup())
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        self._loop.run_until_complete(web.SockSite(self._runner, sock).start())
-        ready.set()
-        self._loop.run_forever()
 
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": "vision-model"}]})
