@@ -143,7 +143,9 @@ def test_a_point_against_a_server_of_known_behaviour(tiny_vl, tmp_path, capsys):
         8 * (12 + TEMPLATE_TOKENS) + 2 * sum(n * per_image[s] for n in (1, 2) for s in (224, 448))
     m = rec.metrics
     assert m["image_tokens_per_request"].min == per_image[224] and m["image_tokens_per_request"].max == 2 * per_image[448]
-    assert m["image_throughput_img_per_s"].mean > 0
+    # 12 images (2 requests of each count 1, 2, 1, 2), all answered inside the steady window
+    w = rec.serving["window_s"]
+    assert m["image_throughput_img_per_s"].mean == pytest.approx(12 / (w["steady_end"] - w["steady_start"]))
 
 
 @pytest.mark.skipif(not has("transformers") or not has("PIL"), reason="transformers or pillow not installed")
