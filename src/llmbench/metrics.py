@@ -254,6 +254,13 @@ CATALOG: dict[str, Metric] = {m.name: m for m in (
     _M("fidelity_top1_agree_frac", "ratio", "Top-1 agreement with the fp32 reference", "top-1",
        "higher", "share of the reference's continuation (teacher-forced) where the engine's most "
        "likely next token is the reference's"),
+    # -- image requests (loadgen/shapes/images.py; issue 41 item 3): per group (count@WxH) the
+    # record's serving.by_images splits TTFT and these by image count and resolution
+    _M("image_tokens_per_request", "tokens", "Image tokens per request (server's count)",
+       "img tok", "none", "the server's usage.prompt_tokens minus the request's text tokens (the "
+       "served tokenizer's count of the same chat turn without images, chat template applied)"),
+    _M("image_throughput_img_per_s", "img/s", "Image throughput (images/s)", "img/s", "higher",
+       "images of the requests answered inside the steady window / window length"),
 )}
 # A request shape's headline (workload.request_shape; loadgen/shapes), shown before its kind's
 # own columns: the one place the report, the dashboard and `llmbench results` read it. A shape

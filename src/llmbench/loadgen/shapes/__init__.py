@@ -22,6 +22,8 @@ SHAPES: dict[str, str] = {   # name -> "module:class"
     "rerank": "llmbench.loadgen.shapes.rerank:Rerank",
     # many LoRA adapters (issue 41 item 1)
     "lora": "llmbench.loadgen.shapes.lora:Lora",
+    # chat requests carrying images (issue 41 item 3)
+    "images": "llmbench.loadgen.shapes.images:Images",
 }
 
 
