@@ -227,6 +227,12 @@ def summary(records, earlier: int = 0) -> None:
                   f"{s['client']['cpu_util']:.0%}")
     out.print(t)
     for r in records:
+        cost = (getattr(r, "serving", None) or {}).get("lora_cost")
+        if cost:   # the lora shape's base-model reference (kinds/serving/lora_cost.py)
+            from llmbench.kinds.serving.lora_cost import describe
+
+            out.print(f"{r.workload.get('load_level', '?')}: {describe(cost)}", highlight=False)
+    for r in records:
         for n in r.notes:
             console.print(f"[yellow]note[/] {n}")
 

@@ -64,6 +64,40 @@ class AdapterSpec(BaseModel):
                 f"{'-zerob' if self.zero_b else ''}-v{WRITER_VERSION}")
 
 
+class LoraSet(BaseModel):
+    """The adapters a launched server loads for the lora request shape: `adapters` random
+    adapters served as prefix+i (adapter i drawn from seed i, so each differs), at most
+    `max_loras` of them active at once (None: all; fewer forces the server to swap)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    adapters: int = Field(ge=1, le=4096)
+    prefix: str = "lora"
+    rank: int = Field(8, ge=1, le=512)
+    alpha: float = Field(16.0, gt=0)
+    modules: tuple[str, ...] = ("q_proj", "v_proj")
+    zero_b: bool = False
+    max_loras: int | None = Field(None, ge=1)
+
+    @field_validator("modules")
+    @classmethod
+    def _known_modules(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        return AdapterSpec._known_modules(v)
+
+    @field_validator("max_loras")
+    @classmethod
+    def _at_most_all(cls, v: int | None, info) -> int | None:
+        n = info.data.get("adapters")
+        if v is not None and n is not None and v > n:
+            raise ValueError(f"max_loras {v} is more than the {n} adapters")
+        return v
+
+    def named(self) -> list[tuple[str, AdapterSpec]]:
+        """(served name, adapter) for every adapter, in index order."""
+        return [(f"{self.prefix}{i}", AdapterSpec(rank=self.rank, alpha=self.alpha, modules=self.modules,
+                                                  seed=i, zero_b=self.zero_b))
+                for i in range(self.adapters)]
+
+
 def _head_dim(cfg: dict) -> int:
     return cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
 
