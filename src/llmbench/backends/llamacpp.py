@@ -123,9 +123,12 @@ class LlamaCppBackend(Backend):
             model_settings["embedding"] = True
         if options is not None and options.lora is not None:
             return lora_server(model_settings, model, port, options.lora)
-        argv = [sys.executable, "-m", "llama_cpp.server", "--host", "127.0.0.1", "--port", str(port),
+        first = ("model", "model_alias", "n_threads")
+        m, alias, threads = (str(model_settings[k]) for k in first)
+        argv = [sys.executable, "-m", "llama_cpp.server", "--model", m, "--host", "127.0.0.1",
+                "--port", str(port), "--model_alias", alias, "--n_threads", threads,
                 "--interrupt_requests", "False",
-                *(a for k, v in model_settings.items() for a in (f"--{k}", str(v)))]
+                *(a for k, v in model_settings.items() if k not in first for a in (f"--{k}", str(v)))]
         return ServerCommand(argv, {}, "/v1/models")
 
     @classmethod

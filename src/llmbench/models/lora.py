@@ -17,11 +17,14 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from llmbench.errors import ModelError, did_you_mean
+
+if TYPE_CHECKING:   # numpy only where weights are drawn: engines' options import this module
+    import numpy as np
 
 WRITER_VERSION = 1
 # PEFT module name -> (GGUF tensor name, (in, out) from the HF config).
@@ -105,6 +108,8 @@ def _head_dim(cfg: dict) -> int:
 def adapter_weights(cfg: dict, spec: AdapterSpec) -> dict[tuple[int, str], tuple[np.ndarray, np.ndarray]]:
     """(layer, module) -> (A: rank x in, B: out x rank) in float32, drawn from spec.seed in a
     fixed order so both formats hold the same adapter."""
+    import numpy as np
+
     rng = np.random.default_rng(spec.seed)
     out = {}
     for layer in range(cfg["num_hidden_layers"]):
@@ -183,6 +188,7 @@ def _permute_rows(w: np.ndarray, n_head: int) -> np.ndarray:
 
 def _write_gguf(path: Path, cfg: dict, spec: AdapterSpec) -> None:
     import gguf
+    import numpy as np
 
     w = gguf.GGUFWriter(str(path), arch="llama")
     w.add_type(gguf.GGUFType.ADAPTER)
