@@ -78,7 +78,7 @@ class LoraSet(BaseModel):
     rank: int = Field(8, ge=1, le=512)
     alpha: float = Field(16.0, gt=0)
     modules: tuple[str, ...] = ("q_proj", "v_proj")
-    zero_b: bool = False
+    zero_b: int = Field(0, ge=0)      # the first zero_b adapters have B = 0 (answer as the base)
     max_loras: int | None = Field(None, ge=1)
 
     @field_validator("modules")
@@ -86,18 +86,18 @@ class LoraSet(BaseModel):
     def _known_modules(cls, v: tuple[str, ...]) -> tuple[str, ...]:
         return AdapterSpec._known_modules(v)
 
-    @field_validator("max_loras")
+    @field_validator("max_loras", "zero_b")
     @classmethod
     def _at_most_all(cls, v: int | None, info) -> int | None:
         n = info.data.get("adapters")
         if v is not None and n is not None and v > n:
-            raise ValueError(f"max_loras {v} is more than the {n} adapters")
+            raise ValueError(f"{info.field_name} {v} is more than the {n} adapters")
         return v
 
     def named(self) -> list[tuple[str, AdapterSpec]]:
         """(served name, adapter) for every adapter, in index order."""
         return [(f"{self.prefix}{i}", AdapterSpec(rank=self.rank, alpha=self.alpha, modules=self.modules,
-                                                  seed=i, zero_b=self.zero_b))
+                                                  seed=i, zero_b=i < self.zero_b))
                 for i in range(self.adapters)]
 
 

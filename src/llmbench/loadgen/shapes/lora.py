@@ -32,7 +32,7 @@ class LoraOptions(BaseModel):
     # a launched server's adapters (models/lora.py LoraSet): random, of this rank over q/v
     rank: int = Field(8, ge=1, le=512)
     alpha: float = Field(16.0, gt=0)
-    zero_b: bool = False            # B = 0: every adapter answers as the base model does
+    zero_b: int = Field(0, ge=0)    # the first zero_b adapters have B = 0: they answer as the base
     max_loras: int | None = Field(None, ge=1)   # active at once; below `adapters` forces swaps
     # the same requests again to the base model after the adapters' pass: the adapters' cost
     base_reference: bool = True
@@ -50,9 +50,11 @@ class LoraOptions(BaseModel):
         return v
 
     @model_validator(mode="after")
-    def _max_loras_at_most_adapters(self) -> LoraOptions:
-        if self.max_loras is not None and self.max_loras > self.adapters:
-            raise ValueError(f"max_loras {self.max_loras} is more than the {self.adapters} adapters")
+    def _at_most_adapters(self) -> LoraOptions:
+        for name in ("max_loras", "zero_b"):
+            v = getattr(self, name)
+            if v is not None and v > self.adapters:
+                raise ValueError(f"{name} {v} is more than the {self.adapters} adapters")
         return self
 
 
