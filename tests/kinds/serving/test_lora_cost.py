@@ -66,4 +66,4 @@ def test_serve_lora_measures_the_adapters_known_cost(tmp_path, capsys, factor):
         assert lo < truth < hi, (name, r[name])
         assert (lo < 1 < hi) == (factor == 1.0), (name, r[name])
     assert cost["adapters"]["answered"] == cost["base"]["answered"] == 36
-    assert "".join(describe(cost).split()) in "".join(capsys.readouterr().out.split())
+    assert "".join(("c=6: " + describe(cost)).split()) in "".join(capsys.readouterr().out.split())
