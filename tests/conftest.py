@@ -80,3 +80,16 @@ def pytest_terminal_summary(terminalreporter):
     mode = "strict" if strict() else "non-strict (LLMBENCH_STRICT=0: other skips allowed)"
     terminalreporter.write_line(f"llmbench {mode}: {n_gpu} test(s) skipped for needing a GPU, "
                                 f"{n_other} skipped for another reason")
+
+
+def cli(argv: list[str], capsys) -> tuple[int, str]:
+    """`llmbench ARGV` in this process: (exit status, what it printed on stdout and stderr)."""
+    from llmbench.cli import main
+
+    try:
+        main(argv)
+        code = 0
+    except SystemExit as e:
+        code = e.code or 0
+    cap = capsys.readouterr()
+    return code, cap.out + cap.err

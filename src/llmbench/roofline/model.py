@@ -85,6 +85,7 @@ class Device:
     mem_bw: float | None
     link_bw: float | None
     peak_flops: Mapping[str, float | None]  # per dtype llmbench names: the matmul peak it runs at
+    measured: bool = False  # peaks measured on this machine (the local CPU), not a datasheet's
 
 
 @dataclass(frozen=True)

@@ -67,7 +67,7 @@ def facts(model: str, hardware: str):
                   num_experts=arch.num_experts, experts_per_token=arch.experts_per_token,
                   params=params, active_params=active)
     device = Device(id=hw.id, memory_gb=hw.memory_gb, mem_bw=hw.mem_bw, link_bw=hw.link_bw,
-                    peak_flops={d: hw.peak_flops(d) for d in BYTES})
+                    peak_flops={d: hw.peak_flops(d) for d in BYTES}, measured=hw.measured)
     return arch, hw, Facts(shape, device, {d: dtype_bytes(d) for d in BYTES})
 
 

@@ -80,3 +80,17 @@ def test_serve_records_the_servers_counts_beside_the_asked(tmp_path, capsys, inp
     assert r.metrics["prompt_tokens_metrics_ratio"].mean == pytest.approx(5 / input_len)
     assert any(n.startswith("token parity: the server counted prompt tokens (usage)")
                for n in r.notes) is flagged
+
+
+def test_an_output_that_was_not_forced_has_no_output_parity():
+    # a JSON answer ends itself: 30 of a 128-token cap is not 0.23x of an ask
+    outs = [outcome(100, 128, 100, 30), outcome(100, 128, 100, 30)]
+    parity, notes = usage_parity(outs, metrics := {}, output_forced=False)
+    assert parity["output_tokens_asked"] is None and parity["output_tokens_usage_ratio"] is None
+    assert "output_tokens_usage_ratio" not in metrics and parity["flagged"] is False and not notes
+    assert parity["prompt_tokens_usage_ratio"] == 1.0
+    notes = scraped_parity(parity, {"prompt_tokens": 200.0, "generation_tokens": 60.0}, metrics)
+    assert parity["output_tokens_metrics_ratio"] is None and not notes
+    # forced, the same answers are flagged
+    parity, notes = usage_parity(outs, {}, output_forced=True)
+    assert parity["output_tokens_usage_ratio"] == 60 / 256 and parity["flagged"] is True

@@ -5,6 +5,7 @@ per chunk, the greedy comparison, the copy and random-id prompts, and the usage 
 from pathlib import Path
 
 import pytest
+from tests.conftest import cli
 
 from llmbench.backends.options import EngineOptions
 from llmbench.backends.speculation import Speculation, parse_speculation
@@ -185,15 +186,7 @@ def test_random_id_prompts_have_the_asked_length(tok):
     (["run", "-b", "llamacpp", "--speculative", "ngram:k=4", "--list-points"], "does not support it"),
 ])
 def test_usage_mistakes_exit_2(argv, phrase, capsys):
-    from llmbench.cli import main
-
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as e:
-        code = e.code or 0
-    text = capsys.readouterr()
-    text = text.out + text.err
+    code, text = cli(argv, capsys)
     assert code == 2 and phrase in text and "Traceback" not in text, text
 
 

@@ -23,15 +23,18 @@ LABELS = {"prompt_tokens_usage_ratio": "prompt tokens (usage)",
           "output_tokens_metrics_ratio": "output tokens (/metrics)"}
 
 
-def usage_parity(outcomes: list[Outcome], metrics: dict) -> tuple[dict[str, Any], list[str]]:
+def usage_parity(outcomes: list[Outcome], metrics: dict,
+                 output_forced: bool = True) -> tuple[dict[str, Any], list[str]]:
     """(serving["token_parity"], notes) from the usage the requests ended with; its ratios go
-    into `metrics` (prompt_tokens_usage_ratio, output_tokens_usage_ratio)."""
+    into `metrics` (prompt_tokens_usage_ratio, output_tokens_usage_ratio). An output length
+    that was not forced (--no-force-output, or a shape whose answer ends itself: JSON, a tool
+    call) is a cap, not an ask: no output parity then."""
     ok = [o for o in outcomes if o.ok]
     # the usage sums cover only the requests that sent one: compared with those requests
     used = [o for o in ok if o.usage_prompt_tokens is not None]
     parity: dict[str, Any] = {
         "prompt_tokens_asked": sum(o.prompt_len_sent for o in ok),
-        "output_tokens_asked": sum(o.expected_output_len for o in ok),
+        "output_tokens_asked": sum(o.expected_output_len for o in ok) if output_forced else None,
         "requests": len(ok), "usage_requests": len(used),
         "prompt_tokens_usage": sum(o.usage_prompt_tokens for o in used) if used else None,
         "output_tokens_usage": sum(o.usage_completion_tokens or 0 for o in used) if used else None,
@@ -39,7 +42,8 @@ def usage_parity(outcomes: list[Outcome], metrics: dict) -> tuple[dict[str, Any]
     parity["prompt_tokens_usage_ratio"] = _ratio(parity["prompt_tokens_usage"],
                                                  sum(o.prompt_len_sent for o in used))
     parity["output_tokens_usage_ratio"] = _ratio(parity["output_tokens_usage"],
-                                                 sum(o.expected_output_len for o in used))
+                                                 sum(o.expected_output_len for o in used)
+                                                 if output_forced else None)
     return parity, _judge(parity, ("prompt_tokens_usage_ratio", "output_tokens_usage_ratio"), metrics)
 
 
@@ -79,5 +83,5 @@ def _off(r: float) -> bool:
     return round(abs(r - 1), 12) > PARITY_TOLERANCE
 
 
-def _ratio(counted: float | None, asked: int) -> float | None:
+def _ratio(counted: float | None, asked: int | None) -> float | None:
     return None if counted is None or not asked else counted / asked

@@ -67,8 +67,9 @@ def summarize_point(outcomes: list[Outcome], res: LoadResult, cfg: ServeConfig, 
     for o in outcomes:
         if not o.ok and o.error_kind not in examples:
             examples[o.error_kind] = (o.detail or "")[:200]
+    forced = cfg.force_output and cfg.request_shape().forces_output   # else the length is a cap
     short = [o for o in ok if o.timeline.output_tokens < o.expected_output_len]
-    if short:
+    if forced and short:
         notes.append(f"{len(short)} of {len(ok)} request(s) returned fewer tokens than asked "
                      f"(shortest {min(o.timeline.output_tokens for o in short)})")
     # Token counts: the server's usage when it sent one, else the tokenizer's re-count. The
@@ -95,7 +96,7 @@ def summarize_point(outcomes: list[Outcome], res: LoadResult, cfg: ServeConfig, 
         notes.append(f"the server counted prompts differently from the tokenizer in "
                      f"{disagree['prompt_requests_differing']} request(s), mean "
                      f"{disagree['prompt_mean_diff_tokens']:+.2f} tokens (chat template, BOS?)")
-    parity, parity_notes = usage_parity(outcomes, metrics)
+    parity, parity_notes = usage_parity(outcomes, metrics, forced)
     notes += parity_notes
     if errors:
         notes.append("errors: " + ", ".join(f"{k}={v}" for k, v in sorted(errors.items())))

@@ -14,6 +14,7 @@ over the same steady window as request_throughput_req_s (requests answered insid
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -31,7 +32,7 @@ UNDEFINED = ("ttft_s", "tpot_s", "itl_s", "output_throughput_tok_s", "total_thro
              "energy_per_token_j")
 
 
-class PooledShape(RequestShape):
+class PooledShape(RequestShape, ABC):
     """A shape whose requests carry `texts_per_request` texts and whose answer is one JSON
     object, judged by `judge_answer`."""
 
@@ -41,8 +42,9 @@ class PooledShape(RequestShape):
     pooling = True
 
     @property
+    @abstractmethod
     def texts_per_request(self) -> int:
-        raise NotImplementedError
+        """How many texts one request carries."""
 
     def check(self) -> None:
         if self.cfg.api not in self.apis:
@@ -59,8 +61,9 @@ class PooledShape(RequestShape):
             out.invalid = self.judge_answer(obj, len(texts_of(spec)))
         return out
 
+    @abstractmethod
     def judge_answer(self, obj: dict, n_texts: int) -> str | None:
-        raise NotImplementedError
+        """Why the answer to `n_texts` texts is invalid, or None."""
 
     def summarize(self, outcomes: list[Outcome], metrics: dict, serving: dict, notes: list[str]) -> None:
         super().summarize(outcomes, metrics, serving, notes)
