@@ -10,17 +10,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import threading
 import time
 
 import numpy as np
 from aiohttp import web
+from threaded_app import ThreadedApp
 
 BASE = "base-model"
 
 
-class LoraServer:
+class LoraServer(ThreadedApp):
     def __init__(self, factor: float, ttft=(0.10, 0.30), itl=(0.010, 0.030), seed: int = 0,
                  metrics: bool = False, max_loras: int = 2):
         self.factor, self.ttft, self.itl, self.metrics = factor, ttft, itl, metrics
@@ -30,38 +29,11 @@ class LoraServer:
         self.running: dict[str, int] = {}
         self.states: dict[tuple[str, str], float] = {}   # (running, waiting) -> time set
 
-    def __enter__(self) -> LoraServer:
-        ready = threading.Event()
-        self._thread = threading.Thread(target=self._serve, args=(ready,), daemon=True)
-        self._thread.start()
-        assert ready.wait(10), "lora server did not start"
-        return self
-
-    def __exit__(self, *exc) -> None:
-        asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def _serve(self, ready: threading.Event) -> None:
-        self._loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(self._loop)
-        app = web.Application()
+    def routes(self, app: web.Application) -> None:   # lifecycle: threaded_app.py
         app.router.add_post("/v1/completions", self._complete)
         app.router.add_get("/v1/models", self._models)
         if self.metrics:
             app.router.add_get("/metrics", self._metrics)
-        self._runner = web.AppRunner(app, shutdown_timeout=1.0)
-        self._loop.run_until_complete(self._runner.setup())
-        sock = socket.socket()
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        self._loop.run_until_complete(web.SockSite(self._runner, sock).start())
-        ready.set()
-        self._loop.run_forever()
 
     async def _models(self, request: web.Request) -> web.Response:
         return web.json_response({"object": "list", "data": [{"id": BASE}]})
