@@ -110,6 +110,9 @@ def test_serve_sends_each_request_to_its_adapter_and_records_by_adapter(tmp_path
         except SystemExit as e:
             assert e.code in (0, None), capsys.readouterr()
         sent = [b["model"] for b in s.bodies]
+    # the point's 12 requests, then the same 12 to the base model (the server's listed name)
+    sent, reference = sent[:12], sent[12:]
+    assert reference == ["fault-model"] * 12
     (rec,) = Store(tmp_path).records()
     by = rec.serving["by_adapter"]
     assert {k: v["requests"] for k, v in by.items()} == {m: sent.count(m) for m in set(sent)}

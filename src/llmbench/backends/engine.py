@@ -34,6 +34,16 @@ class ServerCommand:
 
 
 @dataclass(frozen=True)
+class AdapterLabels:
+    """An engine's LoRA state metric: a gauge whose labels name the running and waiting
+    adapters (comma-separated) and the most active at once; its value is when it was set."""
+    metric: str
+    running: str
+    waiting: str
+    max_loras: str
+
+
+@dataclass(frozen=True)
 class PrometheusNames:
     """An engine's `/metrics` names for llmbench's server metrics (loadgen/server_metrics.py
     holds the vocabulary): llmbench's name -> the engine's names, the first present wins."""
@@ -41,6 +51,7 @@ class PrometheusNames:
     counters: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     gauges: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     histograms: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    adapters: AdapterLabels | None = None                 # LoRA adapters' state, where reported
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,38 @@ from llmbench.backends.call import EngineCall
 _KV_TYPES = {"f16": 1, "fp16": 1, "q4_0": 2, "q8_0": 8, "f32": 0, "fp32": 0, "bf16": 30}
 
 
+def lora_server(base: dict, model: str, port: int, lora) -> ServerCommand:
+    """llama-cpp-python's server takes one lora_path per model; several adapters are several
+    model entries of its --config_file (the same GGUF, each its own lora_path and model_alias;
+    the base first, the default). It holds ONE entry loaded at a time: a request for another
+    entry closes the loaded model and loads the GGUF again with that adapter, so every switch
+    of adapter is a full model load (max_loras is 1 here, whatever is asked), and a model name
+    it does not know is served by the default entry. The config file lives beside the adapters
+    (named by its content); the port comes from PORT, so the file does not change with it."""
+    import hashlib
+    import json
+
+    from llmbench.models.lora import gguf_adapter
+    from llmbench.models.sources import model_path
+
+    if lora.max_loras not in (None, 1):
+        raise SpecError([("--shape-opt max_loras", "llama-cpp-python's server holds one adapter "
+                                                   "loaded at a time (every switch reloads the "
+                                                   "model): leave max_loras out or give 1")])
+    hf = model_path(model, "hf")
+    entries = [base] + [{**base, "model_alias": name, "lora_path": str(gguf_adapter(hf, spec))}
+                        for name, spec in lora.named()]
+    text = json.dumps({"host": "127.0.0.1", "interrupt_requests": False, "models": entries}, indent=1)
+    path = gguf_adapter(hf, lora.named()[0][1]).parent / \
+        f"llamacpp-server-{hashlib.sha256(text.encode()).hexdigest()[:12]}.json"
+    if not path.is_file():
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    return ServerCommand([sys.executable, "-m", "llama_cpp.server", "--config_file", str(path)],
+                         {"PORT": str(port)}, "/v1/models")
+
+
 class LlamaCppOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -83,13 +115,20 @@ class LlamaCppBackend(Backend):
         SmolLM2's GGUF, one vector per token; the server has no flag to set it)."""
         from llmbench.models.sources import model_path, resolve
 
-        argv = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path(model, "gguf")),
-                "--host", "127.0.0.1", "--port", str(port), "--model_alias", resolve(model).name,
-                "--n_threads", str(os.cpu_count() or 1), "--interrupt_requests", "False"]
+        model_settings = {"model": str(model_path(model, "gguf")), "model_alias": resolve(model).name,
+                          "n_threads": os.cpu_count() or 1}
         if device.startswith("cuda"):
-            argv += ["--n_gpu_layers", "-1"]
+            model_settings["n_gpu_layers"] = -1
         if options is not None and options.embedding:
-            argv += ["--embedding", "True"]
+            model_settings["embedding"] = True
+        if options is not None and options.lora is not None:
+            return lora_server(model_settings, model, port, options.lora)
+        first = ("model", "model_alias", "n_threads")
+        m, alias, threads = (str(model_settings[k]) for k in first)
+        argv = [sys.executable, "-m", "llama_cpp.server", "--model", m, "--host", "127.0.0.1",
+                "--port", str(port), "--model_alias", alias, "--n_threads", threads,
+                "--interrupt_requests", "False",
+                *(a for k, v in model_settings.items() if k not in first for a in (f"--{k}", str(v)))]
         return ServerCommand(argv, {}, "/v1/models")
 
     @classmethod

@@ -7,6 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_serializer
 
 from llmbench.backends.speculation import Speculation, parse_speculation
+from llmbench.models.lora import LoraSet
 
 
 class EngineOptions(BaseModel):
@@ -27,6 +28,9 @@ class EngineOptions(BaseModel):
     # of dumps so that offline point keys stay what they were.
     embedding: bool = Field(False, exclude=True, description="serve the model's pooling "
                             "endpoints (embeddings, score/rerank) instead of generation")
+    # Also a launched server's mode only (the lora request shape's adapters), out of dumps.
+    lora: LoraSet | None = Field(None, exclude=True, description="LoRA adapters the server "
+                                 "loads beside the base model (models/lora.py LoraSet)")
     speculative: Speculation | None = Field(None, description="speculative decoding: "
                                             "'ngram:k=4' | 'draft:MODEL,k=4' (backends/speculation.py)")
 

@@ -61,10 +61,26 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from llmbench.backends.base import Backend
 from llmbench.backends.options import EngineOptions
-from llmbench.backends.engine import PrometheusNames, ServerCommand
+from llmbench.backends.engine import AdapterLabels, PrometheusNames, ServerCommand
 from llmbench.errors import EngineError
 from llmbench.measure.timeline import RequestTimeline
 from llmbench.backends.call import EngineCall
+
+_LORA_RANKS = (1, 8, 16, 32, 64, 128, 256, 320, 512)   # vLLM's MaxLoRARanks (config/lora.py)
+
+
+def lora_args(lora, base_hf: Path) -> list[str]:
+    """vLLM's flags serving `lora`'s adapters (PEFT, written now if not cached) beside the base:
+    at most max_loras active in a batch (vLLM's own default is 1), all kept in CPU memory
+    (--max-cpu-loras), so going over max_loras swaps them in and out, never rereads files."""
+    from llmbench.models.lora import peft_adapter
+
+    rank = next(r for r in _LORA_RANKS if r >= lora.rank)
+    return ["--enable-lora", "--lora-modules",
+            *(f"{name}={peft_adapter(base_hf, spec)}" for name, spec in lora.named()),
+            "--max-loras", str(lora.max_loras or lora.adapters), "--max-lora-rank", str(rank),
+            "--max-cpu-loras", str(lora.adapters)]
+
 
 _ENV_KEYS = ("VLLM_ENABLE_V1_MULTIPROCESSING", "VLLM_WORKER_MULTIPROC_METHOD", "CUDA_VISIBLE_DEVICES",
              "VLLM_CPU_NUM_OF_RESERVED_CPU", "VLLM_CPU_KVCACHE_SPACE", "VLLM_CPU_OMP_THREADS_BIND",
@@ -126,7 +142,10 @@ class VllmBackend(Backend):
         histograms={"ttft_s": ("vllm:time_to_first_token_seconds",),
                     "itl_s": ("vllm:inter_token_latency_seconds", "vllm:time_per_output_token_seconds"),
                     "e2e_s": ("vllm:e2e_request_latency_seconds",),
-                    "queue_s": ("vllm:request_queue_time_seconds",)})
+                    "queue_s": ("vllm:request_queue_time_seconds",)},
+        # LoRA (v1/metrics/loggers.py): a gauge whose labels are the adapters' state
+        adapters=AdapterLabels("vllm:lora_requests_info", running="running_lora_adapters",
+                               waiting="waiting_lora_adapters", max_loras="max_lora"))
     Options = VllmOptions
     next_token_logprobs_kind = "top-k"  # prompt_logprobs: at most max_logprobs (20) per position
     supports = frozenset({"tensor_parallel", "pipeline_parallel", "kv_block_size", "kv_cache_dtype",
@@ -149,6 +168,8 @@ class VllmBackend(Backend):
         if options is not None and options.embedding:
             argv += ["--runner", "pooling", "--convert", "embed",
                      "--pooler-config", '{"pooling_type": "LAST"}']
+        if options is not None and options.lora is not None:
+            argv += lora_args(options.lora, model_path(model, "hf"))
         env: dict[str, str] = {}
         if device == "cpu":
             argv.append("--enforce-eager")  # bf16 + torch.compile gave wrong tokens on the CPU;

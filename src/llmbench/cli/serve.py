@@ -214,9 +214,7 @@ def summary(records, earlier: int = 0) -> None:
         if "load" not in w:  # failed before its level was planned
             t.add_row(w.get("load_level", "?"), status, *["-"] * 9)
             continue
-        load = f"c={w['concurrency']}" if w["load"] == "closed" else \
-            ("trace " if w["load"] == "trace" else "") + f"r={w['request_rate_label']}" \
-            + (f" cap={w['max_concurrency']}" if w["max_concurrency"] else "")
+        load = _load_label(w)
         if s is None:  # failed: measured nothing
             t.add_row(load, status, *["-"] * 9)
             continue
@@ -227,8 +225,20 @@ def summary(records, earlier: int = 0) -> None:
                   f"{s['client']['cpu_util']:.0%}")
     out.print(t)
     for r in records:
+        cost = (getattr(r, "serving", None) or {}).get("lora_cost")
+        if cost:   # the lora shape's base-model reference (kinds/serving/lora_cost.py)
+            from llmbench.kinds.serving.lora_cost import describe
+
+            out.print(f"{_load_label(r.workload)}: {describe(cost)}", highlight=False)
+    for r in records:
         for n in r.notes:
             console.print(f"[yellow]note[/] {n}")
+
+
+def _load_label(w: dict) -> str:
+    return f"c={w['concurrency']}" if w["load"] == "closed" else \
+        ("trace " if w["load"] == "trace" else "") + f"r={w['request_rate_label']}" \
+        + (f" cap={w['max_concurrency']}" if w["max_concurrency"] else "")
 
 
 def _config(**kw):

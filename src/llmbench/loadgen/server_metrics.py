@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from llmbench.backends import prometheus_names
 from llmbench.backends.engine import PrometheusNames
+from llmbench.loadgen.adapter_metrics import adapter_state, adapter_view
 from llmbench.loadgen.prometheus import Sample, parse_small
 
 # llmbench's server metrics; each engine's names for them are its own (backends/, `prometheus`)
@@ -44,7 +45,7 @@ def wanted(server: str) -> tuple[str, ...]:
     """The metric names (as prefixes: histograms add _bucket/_sum/_count) read for a server."""
     n = _names(server)
     return tuple(m for table in (n.counters, n.gauges, n.histograms) for names in table.values()
-                 for m in names)
+                 for m in names) + ((n.adapters.metric,) if n.adapters else ())
 
 
 def detect_server(samples: list[Sample]) -> str | None:
@@ -60,6 +61,7 @@ class Scrape:
     t: float                                                # perf_counter when the answer came
     values: dict[str, float]                                # counters and gauges, canonical names
     hist: dict[str, dict[str, float]] = field(default_factory=dict)  # name -> {le|sum|count: v}
+    adapters: dict | None = None                            # LoRA state (loadgen/adapter_metrics.py)
 
 
 def extract(samples: list[Sample], server: str) -> Scrape:
@@ -87,7 +89,8 @@ def extract(samples: list[Sample], server: str) -> Scrape:
                 h["sum"], h["count"] = totals.get(f"{metric}_sum", 0.0), totals[f"{metric}_count"]
                 hist[canon] = h
                 break
-    return Scrape(time.perf_counter(), values, hist)
+    adapters = adapter_state(samples, names.adapters) if names.adapters else None
+    return Scrape(time.perf_counter(), values, hist, adapters)
 
 
 def histogram_delta(a: dict[str, float], b: dict[str, float]) -> dict[str, float | None]:
@@ -238,7 +241,8 @@ class Scraper:
                              "mean": sum(vals) / len(vals), "max": max(vals)}
         hists = {k: histogram_delta(first.hist.get(k, {}), last.hist[k]) for k in last.hist}
         q, h = counters.get("prefix_cache_queries"), counters.get("prefix_cache_hits")
-        return {"available": True, "endpoint": "/metrics", "server": self.server,
+        states = [s.adapters for s in self.scrapes if s.adapters is not None]
+        return {**({"adapters": adapter_view(states)} if states else {}),"available": True, "endpoint": "/metrics", "server": self.server,
                 "interval_s": self.interval_s, "scrapes": len(self.scrapes),
                 "failed_scrapes": self.failures, "scrape_cpu_s": self.cpu_s,
                 "window_s": [round(first.t - t_ref, 4), round(last.t - t_ref, 4)],

@@ -17,11 +17,14 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from llmbench.errors import ModelError, did_you_mean
+
+if TYPE_CHECKING:   # numpy only where weights are drawn: engines' options import this module
+    import numpy as np
 
 WRITER_VERSION = 1
 # PEFT module name -> (GGUF tensor name, (in, out) from the HF config).
@@ -64,6 +67,40 @@ class AdapterSpec(BaseModel):
                 f"{'-zerob' if self.zero_b else ''}-v{WRITER_VERSION}")
 
 
+class LoraSet(BaseModel):
+    """The adapters a launched server loads for the lora request shape: `adapters` random
+    adapters served as prefix+i (adapter i drawn from seed i, so each differs), at most
+    `max_loras` of them active at once (None: all; fewer forces the server to swap)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    adapters: int = Field(ge=1, le=4096)
+    prefix: str = "lora"
+    rank: int = Field(8, ge=1, le=512)
+    alpha: float = Field(16.0, gt=0)
+    modules: tuple[str, ...] = ("q_proj", "v_proj")
+    zero_b: int = Field(0, ge=0)      # the first zero_b adapters have B = 0 (answer as the base)
+    max_loras: int | None = Field(None, ge=1)
+
+    @field_validator("modules")
+    @classmethod
+    def _known_modules(cls, v: tuple[str, ...]) -> tuple[str, ...]:
+        return AdapterSpec._known_modules(v)
+
+    @field_validator("max_loras", "zero_b")
+    @classmethod
+    def _at_most_all(cls, v: int | None, info) -> int | None:
+        n = info.data.get("adapters")
+        if v is not None and n is not None and v > n:
+            raise ValueError(f"{info.field_name} {v} is more than the {n} adapters")
+        return v
+
+    def named(self) -> list[tuple[str, AdapterSpec]]:
+        """(served name, adapter) for every adapter, in index order."""
+        return [(f"{self.prefix}{i}", AdapterSpec(rank=self.rank, alpha=self.alpha, modules=self.modules,
+                                                  seed=i, zero_b=i < self.zero_b))
+                for i in range(self.adapters)]
+
+
 def _head_dim(cfg: dict) -> int:
     return cfg.get("head_dim") or cfg["hidden_size"] // cfg["num_attention_heads"]
 
@@ -71,6 +108,8 @@ def _head_dim(cfg: dict) -> int:
 def adapter_weights(cfg: dict, spec: AdapterSpec) -> dict[tuple[int, str], tuple[np.ndarray, np.ndarray]]:
     """(layer, module) -> (A: rank x in, B: out x rank) in float32, drawn from spec.seed in a
     fixed order so both formats hold the same adapter."""
+    import numpy as np
+
     rng = np.random.default_rng(spec.seed)
     out = {}
     for layer in range(cfg["num_hidden_layers"]):
@@ -149,6 +188,7 @@ def _permute_rows(w: np.ndarray, n_head: int) -> np.ndarray:
 
 def _write_gguf(path: Path, cfg: dict, spec: AdapterSpec) -> None:
     import gguf
+    import numpy as np
 
     w = gguf.GGUFWriter(str(path), arch="llama")
     w.add_type(gguf.GGUFType.ADAPTER)

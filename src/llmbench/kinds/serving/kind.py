@@ -218,7 +218,7 @@ class ServingKind(PointKind):
         from llmbench.launch.servers import launched
 
         spec = {"speculative": t.speculative.model_dump(mode="json")} if t.speculative else {}
-        mode = EngineOptions(embedding=p.cfg.request_shape().pooling)
+        mode = EngineOptions(**p.cfg.request_shape().server_mode())
         with launched(t.launch, p.cfg.model, device=t.device, extra_args=t.launch_args(),
                       options=mode) as srv:
             if self.on_launch:

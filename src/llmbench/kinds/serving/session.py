@@ -127,7 +127,32 @@ class ServingSession:
 
     def level(self, key: str, run_id: str, index: int):
         sch, mine = self.level_plan(index)
-        return self._point(key, run_id, sch, mine)
+        rec = self._point(key, run_id, sch, mine)
+        reference = self.shape.reference(mine)
+        if reference is not None and rec.status == "ok":
+            self._reference(rec, sch, reference)
+        return rec
+
+    def _reference(self, rec, sch: Schedule, reference: list[RequestSpec]) -> None:
+        """The point's requests again as the shape's reference (the lora shape's: to the base
+        model), same schedule; the cost of the point against it goes in the record."""
+        from llmbench.kinds.serving.lora_cost import lora_cost
+
+        if self.progress:
+            self.progress(f"{self.pattern.label(sch)}: the same requests to the base model")
+        warm = self.shape.reference(self.warmup_specs) or []
+        self.meter.counters.reset()
+        self.meter.reset()
+        try:
+            _, metrics, _, _, base = _measure(self.cfg, self.target, self.url, self.served, sch,
+                                              reference, self.tok, self.meter, None, warm)
+        except Exception as e:   # the point itself was measured: it stays, without its cost
+            rec.notes.append(f"the base-model reference failed: {e!r}")
+            return
+        base_tok_s = metrics.get("output_throughput_tok_s")
+        rec.serving["lora_cost"] = lora_cost(
+            self._outcomes, base, rec.metric("output_throughput_tok_s"),
+            base_tok_s.mean if base_tok_s else None, seed=self.cfg.seed)
 
     def _point(self, key: str, run_id: str, sch: Schedule, mine: list[RequestSpec], watch=None,
                search: dict | None = None):
@@ -136,8 +161,9 @@ class ServingSession:
         self.meter.counters.reset()  # this point's windows only
         self.meter.reset()
         self.watch.reset()
-        res, metrics, serving, notes = _measure(self.cfg, self.target, self.url, self.served, sch,
-                                                mine, self.tok, self.meter, watch, self.warmup_specs)
+        res, metrics, serving, notes, self._outcomes = _measure(
+            self.cfg, self.target, self.url, self.served, sch, mine, self.tok, self.meter, watch,
+            self.warmup_specs)
         rec = self.record(key, run_id, sch, mine, len(res.sent))
         if search is not None:
             rec.workload.update(find_max_rate=True, slo_fraction=self.cfg.slo_fraction,
@@ -228,9 +254,9 @@ def _contention_watch(target: Target, url: str):
 
 def _measure(cfg: ServeConfig, target: Target, url: str, served: str, sch: Schedule,
              mine: list[RequestSpec], tok, meter, watch=None,
-             warmup: list[RequestSpec] = ()) -> tuple[LoadResult, dict, dict, list[str]]:
+             warmup: list[RequestSpec] = ()) -> tuple[LoadResult, dict, dict, list[str], list]:
     """One load point: warm-up requests (unmeasured, before the scrape and energy windows),
-    then send, with the server's /metrics scraped meanwhile, then read."""
+    then send, with the server's /metrics scraped meanwhile, then read (its outcomes too)."""
     ep = Endpoint.parse(url)
     shape = cfg.request_shape()
 
@@ -292,7 +318,8 @@ def _measure(cfg: ServeConfig, target: Target, url: str, served: str, sch: Sched
                 {"available": False, "reason": "not asked (--no-server-metrics)"},
                 metrics, serving, notes)
     speculation_view(outcomes, serving["server_metrics"], metrics, serving, notes)
-    return res, metrics, serving, notes
+    shape.server_view(serving, notes)
+    return res, metrics, serving, notes, outcomes
 
 
 def _steady(res: LoadResult, outcomes, sch: Schedule, cfg: ServeConfig, watch=None) -> dict:

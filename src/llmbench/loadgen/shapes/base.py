@@ -57,6 +57,18 @@ class RequestShape:
         tokenizer (the session's own maker: a shape needing more texts asks it, not kinds/)."""
         return specs
 
+    def server_mode(self) -> dict[str, Any]:
+        """The EngineOptions fields a launched server needs to serve this shape (its mode)."""
+        return {"embedding": True} if self.pooling else {}
+
+    def server_view(self, serving: dict, notes: list[str]) -> None:  # noqa: B027 - optional
+        """What the shape reads of the server's own /metrics view (serving["server_metrics"],
+        in place once the point is measured)."""
+
+    def reference(self, specs: list[RequestSpec]) -> list[RequestSpec] | None:
+        """The same requests as this shape's reference, run after each point (None: none)."""
+        return None
+
     def path(self, api: str) -> str:
         return PATHS[api]
 
@@ -100,5 +112,5 @@ class RequestShape:
                              + ", ".join(f"{c} {n}" for c, n in bad.most_common()))
 
 
-def tagged(spec: RequestSpec, tag: str) -> RequestSpec:
+def tagged(spec: RequestSpec, tag: str | None) -> RequestSpec:
     return replace(spec, tag=tag)

@@ -15,7 +15,7 @@ from collections import defaultdict
 from typing import Any
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from llmbench.loadgen.client import Outcome, RequestSpec
 from llmbench.loadgen.shapes.base import RequestShape, tagged
@@ -29,6 +29,13 @@ class LoraOptions(BaseModel):
     adapters: int = Field(8, ge=1, le=4096)
     mix: str = "uniform"            # uniform | zipf:S (S > 0) | hot:P (0 < P < 1, adapter 0's share)
     prefix: str = "lora"            # served names: prefix + index
+    # a launched server's adapters (models/lora.py LoraSet): random, of this rank over q/v
+    rank: int = Field(8, ge=1, le=512)
+    alpha: float = Field(16.0, gt=0)
+    zero_b: int = Field(0, ge=0)    # the first zero_b adapters have B = 0: they answer as the base
+    max_loras: int | None = Field(None, ge=1)   # active at once; below `adapters` forces swaps
+    # the same requests again to the base model after the adapters' pass: the adapters' cost
+    base_reference: bool = True
 
     @field_validator("mix")
     @classmethod
@@ -41,6 +48,14 @@ class LoraOptions(BaseModel):
         if m["p"] is not None and not 0 < float(m["p"]) < 1:
             raise ValueError("hot:P needs 0 < P < 1")
         return v
+
+    @model_validator(mode="after")
+    def _at_most_adapters(self) -> LoraOptions:
+        for name in ("max_loras", "zero_b"):
+            v = getattr(self, name)
+            if v is not None and v > self.adapters:
+                raise ValueError(f"{name} {v} is more than the {self.adapters} adapters")
+        return self
 
 
 def mix_probabilities(mix: str, n: int) -> np.ndarray:
@@ -69,11 +84,40 @@ class Lora(RequestShape):
         picks = rng.choice(o.adapters, size=len(specs), p=mix_probabilities(o.mix, o.adapters))
         return [tagged(s, self.served_name(int(i))) for s, i in zip(specs, picks)]
 
+    def server_mode(self) -> dict[str, Any]:
+        """A launched server loads the adapters the requests name."""
+        from llmbench.models.lora import LoraSet
+
+        o = self.options
+        return {"lora": LoraSet(adapters=o.adapters, prefix=o.prefix, rank=o.rank, alpha=o.alpha,
+                                zero_b=o.zero_b, max_loras=o.max_loras)}
+
+    def reference(self, specs: list[RequestSpec]) -> list[RequestSpec] | None:
+        """The same requests to the base model (no adapter named: the served base name)."""
+        return [tagged(s, None) for s in specs] if self.options.base_reference else None
+
     def body(self, body: dict[str, Any], spec: RequestSpec) -> dict[str, Any]:
         return {**body, "model": spec.tag} if spec.tag else body
 
     def summarize(self, outcomes: list[Outcome], metrics: dict, serving: dict, notes: list[str]) -> None:
         serving["by_adapter"] = by_adapter(outcomes)
+
+    def server_view(self, serving: dict, notes: list[str]) -> None:
+        serving["adapter_swaps"] = adapter_swaps(serving["server_metrics"])
+
+
+def adapter_swaps(server_metrics: dict) -> dict:
+    """The adapters' state as the server reported it (loadgen/adapter_metrics.py), or why there
+    is none; either way whether a swap count was reported (no engine here reports one)."""
+    from llmbench.loadgen.adapter_metrics import NO_SWAP_COUNT
+
+    view = server_metrics.get("adapters")
+    if view is not None:
+        return {"reported": True, **view}
+    why = server_metrics.get("reason") if not server_metrics.get("available") else \
+        f"its /metrics ({server_metrics.get('server')}) carries no adapter state"
+    return {"reported": False, "reason": f"the server reports no adapter state: {why}",
+            "swaps": None, "swaps_reason": NO_SWAP_COUNT}
 
 
 def by_adapter(outcomes: list[Outcome]) -> dict[str, dict]:
