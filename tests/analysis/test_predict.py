@@ -7,6 +7,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from tests.conftest import cli
 
 from llmbench.analysis import predict as P
 
@@ -167,18 +168,6 @@ def test_errors_are_relative():
     assert P.errors([110, 90, 50], [100, 100, 100]).tolist() == pytest.approx([0.1, 0.1, 0.5])
 
 
-def _call(argv, capsys):
-    from llmbench.cli import main
-
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as e:
-        code = e.code or 0
-    cap = capsys.readouterr()
-    return code, cap.out + cap.err
-
-
 @pytest.fixture
 def no_study(monkeypatch):
     from llmbench.analysis import predict_report
@@ -192,13 +181,13 @@ def no_study(monkeypatch):
 def test_bad_names_get_did_you_mean_and_exit_2(flag, bad, near, no_study, capsys):
     argv = {"--model": "llama-3-8b", "--engine": "vllm", "--hardware": "H100"}
     argv[flag] = bad
-    code, text = _call(["predict", "--study", "x"] + [t for kv in argv.items() for t in kv], capsys)
+    code, text = cli(["predict", "--study", "x"] + [t for kv in argv.items() for t in kv], capsys)
     assert code == 2, text
     assert f"did you mean {near}" in text and "Traceback" not in text
 
 
 def test_prediction_prints_an_estimate_with_its_interval(no_study, capsys):
-    code, text = _call(["predict", "--study", "x", "--model", "llama-3-8b", "--engine", "eng",
+    code, text = cli(["predict", "--study", "x", "--model", "llama-3-8b", "--engine", "eng",
                         "--hardware", "H100", "--batch-size", "8"], capsys)
     assert code == 0, text
     assert "ESTIMATE" in text and "90% interval" in text
@@ -206,7 +195,7 @@ def test_prediction_prints_an_estimate_with_its_interval(no_study, capsys):
 
 
 def test_a_study_directory_that_is_not_one_is_a_usage_error(tmp_path, capsys):
-    code, text = _call(["predict", "--study", str(tmp_path / "missing"), "--validate"], capsys)
+    code, text = cli(["predict", "--study", str(tmp_path / "missing"), "--validate"], capsys)
     assert code == 2, text
     assert "--study" in text and "not a directory" in text and "Traceback" not in text
 

@@ -7,6 +7,7 @@ import json
 
 import numpy as np
 import pytest
+from tests.conftest import cli
 
 from llmbench.cli import main
 from llmbench.kinds.registry import get_kind
@@ -29,16 +30,6 @@ def no_study(monkeypatch):
     monkeypatch.setattr(predict_report, "study_frame", lambda d: synthetic())
 
 
-def _call(argv, capsys):
-    try:
-        main(argv)
-        code = 0
-    except SystemExit as e:
-        code = e.code or 0
-    cap = capsys.readouterr()
-    return code, cap.out + cap.err
-
-
 def _measured(thr: float, batch: int = 8) -> Record:
     return Record(run_id="own", kind="inference", point_key=f"own-{batch}",
                   backend=BackendInfo(name="eng"), model=ModelInfo(name="llama-3-8b"),
@@ -49,7 +40,7 @@ def _measured(thr: float, batch: int = 8) -> Record:
 
 
 def _save(tmp_path, capsys, batch=8):
-    code, text = _call(["predict", "--study", "x", "--model", "llama-3-8b", "--engine", "eng",
+    code, text = cli(["predict", "--study", "x", "--model", "llama-3-8b", "--engine", "eng",
                         "--hardware", "H100", "--batch-size", str(batch), "--save",
                         "--results", str(tmp_path)], capsys)
     assert code == 0, text
@@ -88,7 +79,7 @@ def test_the_kind_is_registered_and_runs_a_group(no_study):
 def test_results_table_marks_estimates(no_study, tmp_path, capsys):
     Store(tmp_path).write(_measured(900.0))
     _save(tmp_path, capsys)
-    code, text = _call(["results", "--results", str(tmp_path)], capsys)
+    code, text = cli(["results", "--results", str(tmp_path)], capsys)
     assert code == 0, text
     assert "1 ESTIMATE(S): predicted by llmbench predict, not measured" in text.replace("\n", " ") \
         or "ESTIMATE(S)" in text

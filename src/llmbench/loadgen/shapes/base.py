@@ -114,3 +114,17 @@ class RequestShape:
 
 def tagged(spec: RequestSpec, tag: str | None) -> RequestSpec:
     return replace(spec, tag=tag)
+
+
+def by_tag(outcomes: list[Outcome], untagged: str,
+           order: Callable[[str], Any]) -> tuple[float | None, list[tuple[str, list[Outcome], list[Outcome]]]]:
+    """A point's requests grouped by their tag (`untagged` for none), in `order`: (the point's
+    span, first scheduled send to last token of any request, or None; [(tag, requests,
+    answered)]). Groups' output rates over this one span add up to the point's."""
+    starts = [o.timeline.t_ref for o in outcomes]
+    ends = [o.timeline.t_last for o in outcomes if o.ok and o.timeline.t_last is not None]
+    span_s = (max(ends) - min(starts)) if ends else None
+    groups: dict[str, list[Outcome]] = {}
+    for o in outcomes:
+        groups.setdefault(o.tag or untagged, []).append(o)
+    return span_s, [(t, groups[t], [o for o in groups[t] if o.ok]) for t in sorted(groups, key=order)]

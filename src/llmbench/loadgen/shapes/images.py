@@ -25,7 +25,6 @@ and `image_throughput_img_per_s` (metrics.py).
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable
@@ -34,7 +33,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from llmbench.loadgen.client import Outcome, RequestSpec, interpret
-from llmbench.loadgen.shapes.base import RequestShape
+from llmbench.loadgen.shapes.base import RequestShape, by_tag
 
 _RES = re.compile(r"^(\d+)x(\d+)$")
 MAX_SIDE = 16384
@@ -214,16 +213,9 @@ def by_images(outcomes: list[Outcome]) -> dict[str, dict]:
     span (the same span for every group, so the groups' rates add up to the point's)."""
     from llmbench.measure.stats import summarize
 
-    starts = [o.timeline.t_ref for o in outcomes]
-    ends = [o.timeline.t_last for o in outcomes if o.ok and o.timeline.t_last is not None]
-    span_s = (max(ends) - min(starts)) if ends else None
-    groups: dict[str, list[Outcome]] = defaultdict(list)
-    for o in outcomes:
-        groups[o.tag or "none"].append(o)
+    span_s, groups = by_tag(outcomes, "none", _group_order)
     out = {}
-    for label in sorted(groups, key=_group_order):
-        group = groups[label]
-        ok = [o for o in group if o.ok]
+    for label, group, ok in groups:
         tokens = sum(o.timeline.output_tokens for o in ok)
         counted = [o.image_tokens for o in ok if isinstance(o, ImagesOutcome) and o.image_tokens is not None]
         expected = {o.expected_image_tokens for o in group if isinstance(o, ImagesOutcome)}

@@ -11,14 +11,13 @@ span, the same span for every adapter, so the adapters' rates add up to the poin
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from typing import Any
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from llmbench.loadgen.client import Outcome, RequestSpec
-from llmbench.loadgen.shapes.base import RequestShape, tagged
+from llmbench.loadgen.shapes.base import RequestShape, by_tag, tagged
 from llmbench.measure.stats import summarize as describe
 
 _MIX = re.compile(r"^(uniform|zipf:(?P<s>[0-9.]+)|hot:(?P<p>[0-9.]+))$")
@@ -123,16 +122,9 @@ def adapter_swaps(server_metrics: dict) -> dict:
 def by_adapter(outcomes: list[Outcome]) -> dict[str, dict]:
     """Per adapter (the outcome's tag): requests, answered, TTFT/TPOT statistics and output
     tokens/s over the point's span (first scheduled send to last token of any request)."""
-    starts = [o.timeline.t_ref for o in outcomes]
-    ends = [o.timeline.t_last for o in outcomes if o.ok and o.timeline.t_last is not None]
-    span_s = (max(ends) - min(starts)) if ends else None
-    groups: dict[str, list[Outcome]] = defaultdict(list)
-    for o in outcomes:
-        groups[o.tag or "base"].append(o)
+    span_s, groups = by_tag(outcomes, "base", _natural)
     out = {}
-    for name in sorted(groups, key=_natural):
-        group = groups[name]
-        ok = [o for o in group if o.ok]
+    for name, group, ok in groups:
         tokens = sum(o.timeline.output_tokens for o in ok)
         out[name] = {
             "requests": len(group), "answered": len(ok), "output_tokens": tokens,
