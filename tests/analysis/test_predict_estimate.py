@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 from tests.conftest import cli
 
-from llmbench.cli import main
 from llmbench.kinds.registry import get_kind
 from llmbench.measure.stats import summarize
 from llmbench.report import best as best_mod
