@@ -164,3 +164,22 @@ def test_a_server_counting_otherwise_is_judged_a_mismatch(tiny_vl, tmp_path, cap
     (rec,) = Store(tmp_path).records()
     assert rec.serving["validity"]["invalid_by_cause"] == {"image_tokens_mismatch": 2}
     assert rec.serving["by_images"]["1@448x448"]["image_tokens_per_request"]["mean"] == 16 * 16 + 3
+
+
+@pytest.mark.skipif(not has("tokenizers") or not has("transformers"), reason="tokenizers or transformers not installed")
+def test_an_idefics3_model_is_judged_by_idefics3s_formula(tmp_path, monkeypatch):
+    """The formula is the one the served model's image processor names: the tiny Idefics3's
+    64x64 image is 3x3 tiles of 6 tokens + a global image of 7 = 61 (by hand, its
+    preprocessor_config: edge 192, 64-px tiles, image_seq_len 4), not Qwen2-VL's 8 + 2."""
+    monkeypatch.setenv("LLMBENCH_CACHE", str(tmp_path))
+    from llmbench.models.vision import Idefics3Images
+    from llmbench.models.vision_idefics import tiny_idefics3
+
+    shape = ServeConfig(shape="images", api="chat", model=str(tiny_idefics3()),
+                        shape_options={"resolution": "64x64", "count": "1,2"}).request_shape()
+    assert isinstance(shape.formula, Idefics3Images) and shape.judged
+    specs = shape.plan([RequestSpec("w1 w2 w3", 3, 4) for _ in range(4)], seed=1)
+    assert sorted(s.expected_image_tokens for s in specs) == [61, 61, 122, 122]
+    # the text's count is the chat turn's ("User:", 3 words, <end_of_utterance>, "Assistant:"),
+    # images left out
+    assert {s.prompt_len - s.expected_image_tokens for s in specs} == {6}

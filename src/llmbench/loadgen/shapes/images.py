@@ -10,8 +10,9 @@ plan's seed, the request and the image), so no image or prefix cache answers for
 Image tokens as the server counted them: its `usage.prompt_tokens` minus the request's text
 tokens, the served model's tokenizer's count of the same chat turn without images (its chat
 template applied, as the server applies it; `chat_counter`). Expected image tokens: where the
-served model's preprocessor_config.json names Qwen2-VL's image processor (the model directory
-or --tokenizer), count x models/vision.py's formula; each answer is then judged, and a request
+served model's preprocessor_config.json names an image processor models/vision.py has the
+formula of (Qwen2-VL's, Idefics3's / SmolVLM's; `image_formula`, the model directory or
+--tokenizer), count x that formula; each answer is then judged, and a request
 whose server count differs is `image_tokens_mismatch` (`image_tokens_unknown` when there is no
 usage or no chat template to count against). With both known, a request's prompt_len (what
 token parity compares the server's count with) is its text tokens plus its expected image
@@ -126,10 +127,10 @@ class Images(RequestShape):
 
     def __init__(self, cfg):
         super().__init__(cfg)
-        from llmbench.models.vision import Qwen2VLImages
+        from llmbench.models.vision import image_formula
 
         d = served_model_dir(cfg)
-        self.formula = Qwen2VLImages.from_dir(d) if d is not None else None
+        self.formula = image_formula(d) if d is not None else None
         self.judged = self.formula is not None
 
     def plan(self, specs: list[RequestSpec], seed: int, prompts=None) -> list[RequestSpec]:
