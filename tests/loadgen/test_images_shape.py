@@ -27,9 +27,9 @@ def tiny_vl(tmp_path_factory, monkeypatch):
     """The tiny Qwen2-VL's directory (config, tokenizer with chat template, preprocessor), in a
     cache of this test session."""
     monkeypatch.setenv("LLMBENCH_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
-    from llmbench.models.vision_synth import tiny_qwen2_vl
+    from llmbench.models.sources import tiny_vlm
 
-    return tiny_qwen2_vl()
+    return tiny_vlm("qwen2-vl-tiny")
 
 
 def _cfg(**opts):
@@ -173,9 +173,9 @@ def test_an_idefics3_model_is_judged_by_idefics3s_formula(tmp_path, monkeypatch)
     preprocessor_config: edge 192, 64-px tiles, image_seq_len 4), not Qwen2-VL's 8 + 2."""
     monkeypatch.setenv("LLMBENCH_CACHE", str(tmp_path))
     from llmbench.models.vision import Idefics3Images
-    from llmbench.models.vision_idefics import tiny_idefics3
+    from llmbench.models.sources import tiny_vlm
 
-    shape = ServeConfig(shape="images", api="chat", model=str(tiny_idefics3()),
+    shape = ServeConfig(shape="images", api="chat", model=str(tiny_vlm("idefics3-tiny")),
                         shape_options={"resolution": "64x64", "count": "1,2"}).request_shape()
     assert isinstance(shape.formula, Idefics3Images) and shape.judged
     specs = shape.plan([RequestSpec("w1 w2 w3", 3, 4) for _ in range(4)], seed=1)

@@ -24,13 +24,13 @@ BY_HAND = {"64x64": 61, "448x224": 43}
 
 def test_vllm_counts_text_plus_idefics3s_formula_per_request(tmp_path, monkeypatch):
     from llmbench.models.vision import image_formula
-    from llmbench.models.vision_idefics import tiny_idefics3
+    from llmbench.models.sources import tiny_vlm
 
     monkeypatch.setenv("LLMBENCH_CACHE", str(tmp_path / "cache"))   # the server's too
-    model = tiny_idefics3()
+    model = tiny_vlm("idefics3-tiny")
     assert {r: image_formula(model).prompt_tokens(*map(int, r.split("x"))) for r in BY_HAND} == BY_HAND
     res = tmp_path / "res"
-    cmd = [sys.executable, "-m", "llmbench", "serve", "--launch", "vllm", "--model", str(model),
+    cmd = [sys.executable, "-m", "llmbench", "serve", "--launch", "vllm", "--model", "idefics3-tiny",
            "--api", "chat", "--shape", "images", "--shape-opt", "resolution=64x64,448x224",
            "--shape-opt", "count=1,2", "--server-arg=--load-format=dummy", "--concurrency", "1",
            "-n", "8", "--input-len", "8", "--output-len", "4", "--warmup-requests", "0",

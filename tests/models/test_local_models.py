@@ -108,3 +108,25 @@ def test_gguf_metadata_gives_the_architecture(tmp_path):
         ("gguf", 2, 64, 4, 2, 128, 100, 256)
     assert a.tie_embeddings  # no output.weight tensor: the embedding is the output layer
     assert get_arch("tiny") is a
+
+
+def test_a_tiny_vlm_name_resolves_to_its_made_directory(tmp_path, monkeypatch):
+    import json
+
+    from llmbench.models.sources import model_path, resolve, tiny_vlm
+
+    monkeypatch.setenv("LLMBENCH_CACHE", str(tmp_path))
+    ref = resolve("IDEFICS3-tiny")
+    assert ref.source == "hf-dir" and ref.path == tmp_path / "models" / "idefics3-tiny-hf"
+    assert json.loads((ref.path / "preprocessor_config.json").read_text())["image_processor_type"] \
+        .startswith("Idefics3")
+    assert model_path("qwen2-vl-tiny", "hf") == tiny_vlm("qwen2-vl-tiny")
+    assert json.loads((tiny_vlm("qwen2-vl-tiny") / "config.json").read_text())["architectures"] == \
+        ["Qwen2VLForConditionalGeneration"]
+
+
+def test_models_lists_the_tiny_vlms(capsys):
+    from tests.conftest import cli
+
+    code, text = cli(["models"], capsys)
+    assert code == 0 and "qwen2-vl-tiny, idefics3-tiny" in text

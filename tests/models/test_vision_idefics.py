@@ -27,9 +27,9 @@ SIZES = [(64, 64), (448, 448), (448, 224), (224, 448), (640, 480), (30, 1000), (
 @pytest.fixture
 def tiny(tmp_path, monkeypatch):
     monkeypatch.setenv("LLMBENCH_CACHE", str(tmp_path))
-    from llmbench.models.vision_idefics import tiny_idefics3
+    from llmbench.models.sources import tiny_vlm
 
-    return tiny_idefics3()
+    return tiny_vlm("idefics3-tiny")
 
 
 def test_known_values_by_hand():

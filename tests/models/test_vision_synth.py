@@ -18,9 +18,9 @@ pytestmark = pytest.mark.skipif(not has("transformers") or not has("PIL") or not
 @pytest.fixture
 def model_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("LLMBENCH_CACHE", str(tmp_path))
-    from llmbench.models.vision_synth import tiny_qwen2_vl
+    from llmbench.models.sources import tiny_vlm
 
-    return tiny_qwen2_vl()
+    return tiny_vlm("qwen2-vl-tiny")
 
 
 def test_the_config_names_the_tokenizers_ids(model_dir):

@@ -27,6 +27,10 @@ def models(ctx: typer.Context) -> None:
         t.add_row(a.name, "bundled" if a.bundled else "synthetic", f"{a.param_count() / 1e9:.3f}B",
                   str(a.layers), str(a.hidden), str(a.heads), str(a.kv_heads), str(a.ffn), str(a.vocab))
     out.print(t)
+    from llmbench.models.sources import TINY_VLMS
+
+    out.print("tiny vision-language models (random weights, made on first use; `--shape images`): "
+              + ", ".join(TINY_VLMS), highlight=False)
 
 
 @models_app.command("path")

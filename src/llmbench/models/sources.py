@@ -49,11 +49,32 @@ class ModelRef:
         return self.arch.param_count() if self.arch else None
 
 
+#: Random-weight tiny vision-language models, each made by its module's `write_model` on first
+#: use and cached; the name serves wherever a model directory would (`--model idefics3-tiny`).
+TINY_VLMS = {"qwen2-vl-tiny": "llmbench.models.vision_synth",
+             "idefics3-tiny": "llmbench.models.vision_idefics"}
+
+
+def tiny_vlm(name: str) -> Path:
+    """The cached directory of the tiny vision-language model `name` (TINY_VLMS), made once."""
+    import importlib
+
+    from llmbench.cache import cache_dir
+
+    module = importlib.import_module(TINY_VLMS[name])
+    target = cache_dir() / "models" / f"{name}-hf"
+    if not (target / "config.json").exists():
+        _atomic_dir(target, module.write_model)
+    return target
+
+
 def resolve(name: str) -> ModelRef:
     key = name.lower()
     if key in CATALOG:
         arch = get_arch(key)
         return ModelRef(arch.name, "bundled" if arch.bundled else "synthetic", arch)
+    if key in TINY_VLMS:
+        return _local(key, "hf-dir", tiny_vlm(key))
     p = Path(name).expanduser()
     if p.is_dir():
         if not (p / "config.json").exists():

@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from llmbench.cache import cache_dir
 
 NAME = "idefics3-tiny"
 WORDS = 1000            # the word-level vocabulary w0..w999; the special tokens follow
@@ -99,13 +98,3 @@ def write_model(out: Path) -> None:
         {"processor_class": "Idefics3Processor", "image_seq_len": IMAGE_SEQ_LEN}, indent=1))
     (out / "chat_template.json").write_text(json.dumps({"chat_template": CHAT_TEMPLATE}))
     (out / "LLMBENCH_SYNTHETIC").write_text("random weights; a tiny Idefics3 (models/vision_idefics.py)\n")
-
-
-def tiny_idefics3() -> Path:
-    """The cached model directory, made on first use."""
-    from llmbench.models.sources import _atomic_dir
-
-    target = cache_dir() / "models" / f"{NAME}-hf"
-    if not (target / "config.json").exists():
-        _atomic_dir(target, write_model)
-    return target

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from llmbench.cache import cache_dir
 
 NAME = "qwen2-vl-tiny"
 WORDS = 1000            # the word-level vocabulary w0..w999; the special tokens follow
@@ -91,13 +90,3 @@ def write_model(out: Path) -> None:
     (out / "preprocessor_config.json").write_text(json.dumps(preprocessor_dict(), indent=1))
     (out / "chat_template.json").write_text(json.dumps({"chat_template": CHAT_TEMPLATE}))
     (out / "LLMBENCH_SYNTHETIC").write_text("random weights; a tiny Qwen2-VL (models/vision_synth.py)\n")
-
-
-def tiny_qwen2_vl() -> Path:
-    """The cached model directory, made on first use."""
-    from llmbench.models.sources import _atomic_dir
-
-    target = cache_dir() / "models" / f"{NAME}-hf"
-    if not (target / "config.json").exists():
-        _atomic_dir(target, write_model)
-    return target
