@@ -231,11 +231,34 @@ def summary(records, earlier: int = 0) -> None:
 
             out.print(f"{_load_label(r.workload)}: {describe(cost)}", highlight=False)
     for r in records:
+        stages = (getattr(r, "serving", None) or {}).get("by_stage")
+        if stages:  # the stages pattern's per-stage view (loadgen/patterns/stages.py)
+            out.print(_stage_table(stages))
+    for r in records:
         for n in r.notes:
             console.print(f"[yellow]note[/] {n}")
 
 
+def _stage_table(stages: dict) -> Table:
+    t = Table(title="by stage (requests by their scheduled arrival)", show_lines=False)
+    for c in ("stage", "requests (expected)", "ok", "arrivals req/s", "TTFT p50/p99 ms", "TPOT p50 ms",
+              "E2E p50 ms"):
+        t.add_column(c, justify="left" if c == "stage" else "right")
+
+    def ms(st, k, q="p50"):
+        v = (st.get(k) or {}).get(q)
+        return "-" if v is None else f"{v * 1e3:.1f}"
+
+    for label, st in stages.items():
+        t.add_row(label, f"{st['requests']} ({st['expected_requests']:.1f})", str(st["answered"]),
+                  f"{st['arrival_rate_req_s']:.2f}", f"{ms(st, 'ttft_s')}/{ms(st, 'ttft_s', 'p99')}",
+                  ms(st, "tpot_s"), ms(st, "e2e_s"))
+    return t
+
+
 def _load_label(w: dict) -> str:
+    if w["load"] == "stages":
+        return "stages" + (f" cap={w['max_concurrency']}" if w["max_concurrency"] else "")
     return f"c={w['concurrency']}" if w["load"] == "closed" else \
         ("trace " if w["load"] == "trace" else "") + f"r={w['request_rate_label']}" \
         + (f" cap={w['max_concurrency']}" if w["max_concurrency"] else "")

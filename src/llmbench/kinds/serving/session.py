@@ -296,6 +296,7 @@ def _measure(cfg: ServeConfig, target: Target, url: str, served: str, sch: Sched
     outcomes = [shape.read(s.resp, s.t_sched, sp, tok.count) for s, sp in zip(res.sent, sent_specs)]
     metrics, serving, notes = summarize_point(outcomes, res, cfg, tok, win.energy_j)
     shape.summarize(outcomes, metrics, serving, notes)
+    cfg.load_pattern().summarize(sch, [s.index for s in res.sent], outcomes, serving, notes)
     if warm is not None:
         serving["warmup"] = warm
         if warm["failed"]:

@@ -17,6 +17,7 @@ PATTERNS: dict[str, str | type[LoadPattern]] = {   # name -> "module:class" (or 
     "poisson": "llmbench.loadgen.patterns.poisson:Poisson",
     "gamma": "llmbench.loadgen.patterns.gamma:Gamma",
     "closed": "llmbench.loadgen.patterns.closed:ClosedLoop",
+    "stages": "llmbench.loadgen.patterns.stages:Stages",
 }
 
 

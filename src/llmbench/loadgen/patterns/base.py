@@ -7,7 +7,8 @@ A pattern is one module here plus one line in the registry (patterns/__init__.py
 - its rules across options (`check`, raising SpecError naming the flags);
 - its levels: one Schedule each (closed loop: a concurrency; open loop: arrival offsets), and
   their labels;
-- its fields of the record's workload (`workload`);
+- its fields of the record's workload (`workload`), and its own view of a level's requests
+  (`summarize`: e.g. the stages pattern's per-stage latencies);
 - optionally, recorded requests it replays with their own lengths (`replay`), and whether a
   capacity search may set its rate (`at_rate`) and whether its arrivals are stationary enough
   for a steady-state verdict (`stationary`).
@@ -80,6 +81,11 @@ class LoadPattern(ABC):
             "request_rate_label": "closed" if rate is None else ("inf" if math.isinf(rate) else f"{rate:g}"),
             "burstiness": None if sch.closed_loop or sch.offsets_s is not None else sch.burstiness,
         } | ({"load_pattern": self.name} if self.cfg.pattern else {})
+
+    def summarize(self, sch: Schedule, indices: list[int], outcomes: list, serving: dict,
+                  notes: list[str]) -> None:
+        """A pattern's own view of a level's requests (`indices[i]` is the schedule position
+        of `outcomes[i]`), added to the record's serving section; none by default."""
 
     def replay(self) -> Replay | None:
         """Recorded requests with their own lengths; None: the session builds the prompts."""
