@@ -7,13 +7,14 @@ of the bound), its hardware's peaks, and per metric its bound and measured value
 is measured / bound for a throughput and bound / measured for a time (roofline/annotate.py's
 convention), so a prediction is bound x efficiency (a throughput) or bound / efficiency (a time).
 
-The model is one ridge regression of log-efficiency on the shape (shared slopes), plus per
-group (engine x hardware, engine x vendor, engine, hardware, vendor) an offset and slopes, plus
-per model an offset, each shrunk toward 0 by its penalty: a group the training data holds
-little of stays near the levels above it, one it lacks (a new accelerator, a new model) gets
-exactly those levels. Each prediction names its level (the most specific group with enough
-records) and that group's records; its interval comes from the held-out residuals of the
-validation (validate(), interval_for()), so a fall-back is wider where it was measured to be.
+The model is one ridge regression, with Huber's loss, of log-efficiency on the shape (shared
+slopes), plus per group (engine x hardware, engine x vendor, engine, hardware, vendor) an
+offset and slopes, plus per model an offset, each shrunk toward 0 by its penalty: a group the
+training data holds little of stays near the levels above it, one it lacks (a new accelerator,
+a new model) gets exactly those levels. Each prediction names its level (the most specific
+group with enough records) and that group's records; its interval comes from the held-out
+residuals of the validation (validate(), interval_for()), so a fall-back is wider where it was
+measured to be.
 """
 
 from __future__ import annotations
@@ -28,8 +29,11 @@ METRICS = {"output_throughput_tok_s": True, "batch_latency_s": False}
 # log_step_s: the bound's seconds per output step; a fixed per-step overhead (launches,
 # scheduling) costs a larger share of a short step, so faster hardware and smaller models run
 # at a lower fraction of their bound: the one hardware trait shared across accelerators
+# kv_over: log2 of how far the batch's weights + full KV cache exceed the devices' memory (0
+# where they fit): the engine then holds only part of the batch at once (queueing or
+# preempting), so the point falls below a bound that assumes all of it in flight
 SHAPE = ["log_batch", "log_input", "log_output", "log_params", "log_gqa", "memory_bound",
-         "prefill_share", "log_devices", "log_weight_bytes", "log_step_s"]
+         "prefill_share", "log_devices", "log_weight_bytes", "log_step_s", "kv_over"]
 LEVELS = ("engine+hardware", "engine+vendor", "engine", "hardware", "all")
 MIN_POINTS = 12    # fewer training points than this: fall back to the next level
 RIDGE = 1.0        # on standardised features: shrinks what few points cannot pin down
@@ -64,10 +68,20 @@ GROUPS = {"engine+hardware": ("engine", "hardware"), "engine+vendor": ("engine",
           "engine": ("engine",), "hardware": ("hardware",), "vendor": ("vendor",)}
 # ridge penalties on standardised features (the shared slopes: RIDGE): a group's offset and
 # its slopes are shrunk toward 0, i.e. toward the levels above it, as much as its few points
-# cannot pin them; a model's offset likewise toward the models' common level
-OFFSET_RIDGE = 1.0
+# cannot pin them; a model's offset likewise toward the models' common level. The offsets of
+# one accelerator (hardware, engine x hardware) are penalised 100 times more than a vendor's:
+# what the accelerators of a vendor share (its software stack) then sits in the vendor's
+# offset, which a new accelerator of that vendor inherits whole, rather than split between
+# the vendor and each accelerator (equal penalties hand a new one ~2/3 of it)
+OFFSET_RIDGE = {"engine+hardware": 10.0, "engine+vendor": 0.1, "engine": 1.0, "hardware": 10.0,
+                "vendor": 0.1}
 SLOPE_RIDGE = 300.0
 MODEL_RIDGE = 30.0
+# Huber's threshold in robust standard deviations (1.4826 x the residuals' MAD): a residual
+# beyond it weighs as |r|, not r^2, so a few points the model cannot explain (a broken run, an
+# engine setting the shape does not see) no longer drag the shared slopes
+HUBER_K = 1.0
+HUBER_ITERATIONS = 6
 
 
 @dataclass
@@ -136,12 +150,30 @@ def fit_ridge(train: pd.DataFrame, y: np.ndarray, features: list[str] = SHAPE) -
         "model": sorted(set(_keys(train, "model")))}
     penalty = [RIDGE] * len(features)
     for group, _, width in _blocks(vocab, len(features)):
-        per_key = [MODEL_RIDGE] if group == "model" else [OFFSET_RIDGE] + [SLOPE_RIDGE] * len(features)
+        per_key = [MODEL_RIDGE] if group == "model" else [OFFSET_RIDGE[group]] + [SLOPE_RIDGE] * len(features)
         penalty += per_key * len(vocab[group])
     z = design(train, vocab, features, mean, scale)
-    yc = y - y.mean()
-    coef = np.linalg.solve(z.T @ z + np.diag(penalty), z.T @ yc)
-    return Fit(features, mean, scale, float(y.mean()), vocab, coef)
+    coef = huber_ridge(np.hstack([np.ones((len(z), 1)), z]), y, np.array([0.0] + penalty))
+    return Fit(features, mean, scale, float(coef[0]), vocab, coef[1:])
+
+
+def huber_ridge(x: np.ndarray, y: np.ndarray, penalty: np.ndarray, k: float = HUBER_K,
+                iterations: int = HUBER_ITERATIONS) -> np.ndarray:
+    """Ridge regression with Huber's loss (threshold k robust standard deviations), by
+    iteratively reweighted least squares: the first pass is plain ridge, then each residual
+    beyond the threshold weighs k s / |r|. A penalty of 0 leaves that column (the intercept)
+    unpenalised."""
+    w = np.ones(len(y))
+    ridge = np.diag(penalty)
+    for _ in range(iterations + 1):
+        xw = x * w[:, None]
+        coef = np.linalg.solve(xw.T @ x + ridge, xw.T @ y)
+        r = y - x @ coef
+        s = 1.4826 * np.median(np.abs(r - np.median(r)))
+        if s <= 0:
+            break
+        w = np.minimum(1.0, k * s / np.maximum(np.abs(r), 1e-300))
+    return coef
 
 
 class EfficiencyModel:

@@ -22,7 +22,7 @@ def point_key(model: str, engine: str, dtype: str, tp: int, batch: int, inp: int
     return f"{model}|{engine}|{dtype}|tp{tp}|b{batch}|{inp}x{out}"
 
 
-def _weight_bytes(dtype: str | None) -> float:
+def _dtype_bytes(dtype: str | None) -> float:
     try:
         return float(dtype_bytes(dtype or "bf16"))
     except ValueError:  # a quant name the dtype table lacks ('auto'): 16-bit, as the bound assumes
@@ -58,10 +58,12 @@ def row(rec) -> dict | None:
          "memory_bound": float(rec.roofline.binding_resource != "compute"),
          "prefill_share": (bound.get("prefill_s") or 0.0) / lat if lat else 0.0,
          "log_devices": math.log2(max(rec.roofline.devices or 1, 1)),
-         "log_weight_bytes": math.log2(_weight_bytes(dtype)),
+         "log_weight_bytes": math.log2(_dtype_bytes(dtype)),
          "mem_bw": float(hw.mem_bw_gbs or float("nan")), "peak": float(peak or float("nan")),
          "log_step_s": math.log2(lat / out) if lat else 0.0,
-         "moe_read": moe_read(arch, batch)}
+         "moe_read": moe_read(arch, batch),
+         "kv_over": kv_over(arch, params * _dtype_bytes(dtype), w.get("kv_cache_dtype"), batch,
+                            inp + out, (hw.memory_gb or 0.0) * (rec.roofline.devices or tp))}
     for m in METRICS:
         meas = rec.metric(m, "mean")
         r[f"measured_{m}"] = float(meas) if meas else float("nan")
@@ -80,6 +82,16 @@ def moe_read(arch, batch: int) -> float:
     dense = 1.0 - expert
     union = 1.0 - (1.0 - k / e) ** batch
     return math.log((dense + expert * union) / (dense + expert * k / e))
+
+
+def kv_over(arch, weight_bytes: float, kv_dtype: str | None, batch: int, context: int,
+            memory_gb: float) -> float:
+    """log2(weights + the whole batch's KV cache at full context / the devices' memory), 0 where
+    it fits (or the memory is unknown): past 1, the engine holds only part of the batch."""
+    if memory_gb <= 0:
+        return 0.0
+    kv = arch.kv_bytes_per_token(_dtype_bytes(kv_dtype or "bf16"))
+    return max(0.0, math.log2((weight_bytes + batch * context * kv) / (memory_gb * 1e9)))
 
 
 def frame(records: Iterable) -> pd.DataFrame:
