@@ -88,7 +88,7 @@ LAYERS = (
     ("roofline", "metrics", "columns", "launch", "kinds.registry", "exporters", "backends"),
     ("store",),
     ("models", "hardware", "definitions"),
-    ("measure", "cache", "errors", "numfmt", "data", ""),
+    ("measure", "cache", "errors", "numfmt", "data", "registry", ""),
 )
 # Side by side: each kind's folder imports no other kind's (kinds/base.py is their shared base).
 SIDE_BY_SIDE = "kinds"

@@ -13,6 +13,7 @@ import importlib
 from llmbench.backends.base import Backend
 from llmbench.backends.engine import Engine, PrometheusNames
 from llmbench.errors import SpecError, did_you_mean
+from llmbench.registry import load
 
 REGISTRY: dict[str, str] = {
     "llamacpp": "llmbench.backends.llamacpp:LlamaCppBackend",
@@ -27,13 +28,7 @@ REFERENCE = "transformers"
 
 
 def engine_class(name: str, field: str = "backend") -> type[Engine]:
-    try:
-        target = REGISTRY[name]
-    except KeyError:
-        raise SpecError([(field, f"unknown engine {name!r}{did_you_mean(name, REGISTRY)}; "
-                                 f"known: {', '.join(REGISTRY)}")]) from None
-    module, cls = target.split(":")
-    return getattr(importlib.import_module(module), cls)
+    return load(REGISTRY, name, field, "engine")
 
 
 def backend_class(name: str) -> type[Backend]:

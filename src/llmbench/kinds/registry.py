@@ -6,9 +6,7 @@ imports nothing else from kinds/."""
 
 from __future__ import annotations
 
-import importlib
-
-from llmbench.errors import SpecError, did_you_mean
+from llmbench.registry import load
 
 REGISTRY: dict[str, str] = {
     "inference": "llmbench.kinds.inference.kind:InferenceKind",
@@ -19,13 +17,7 @@ REGISTRY: dict[str, str] = {
 
 
 def kind_class(name: str) -> type:
-    try:
-        target = REGISTRY[name]
-    except KeyError:
-        raise SpecError([("kind", f"unknown kind {name!r}{did_you_mean(name, REGISTRY)}; "
-                                  f"known: {', '.join(REGISTRY)}")]) from None
-    module, cls = target.split(":")
-    return getattr(importlib.import_module(module), cls)
+    return load(REGISTRY, name, "kind", "kind")
 
 
 def get_kind(name: str):

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from llmbench.cache import atomic_dir
 from llmbench.errors import ModelError, did_you_mean
 
 if TYPE_CHECKING:   # numpy only where weights are drawn: engines' options import this module
@@ -139,7 +139,7 @@ def peft_adapter(base_hf: Path, spec: AdapterSpec) -> Path:
     if (target / "adapter_model.safetensors").is_file():
         return target
     cfg = _read_config(base_hf)
-    _atomic_dir(target, lambda d: _write_peft(d, cfg, spec, base_hf))
+    atomic_dir(target, lambda d: _write_peft(d, cfg, spec, base_hf), "adapter_model.safetensors")
     return target
 
 
@@ -211,19 +211,3 @@ def _cache(base_hf: Path) -> Path:
     from llmbench.cache import cache_dir
 
     return cache_dir() / "adapters" / base_hf.name
-
-
-def _atomic_dir(target: Path, build) -> None:
-    """Build beside target, then rename: a concurrent or interrupted writer leaves no half adapter."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}-"))
-    try:
-        build(tmp)
-        try:
-            os.rename(tmp, target)
-        except OSError:
-            if not (target / "adapter_model.safetensors").is_file():
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)

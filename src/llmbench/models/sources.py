@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from llmbench.cache import cache_dir
+from llmbench.cache import atomic_dir, cache_dir
 from llmbench.errors import ModelError
 from llmbench.models.catalog import (CATALOG, ModelArch, arch_from_gguf, arch_from_hf_config,
                                      canonical_name, get_arch, register_local)
@@ -64,7 +64,7 @@ def tiny_vlm(name: str) -> Path:
     module = importlib.import_module(TINY_VLMS[name])
     target = cache_dir() / "models" / f"{name}-hf"
     if not (target / "config.json").exists():
-        _atomic_dir(target, module.write_model)
+        atomic_dir(target, module.write_model, "config.json")
     return target
 
 
@@ -201,26 +201,10 @@ def model_path(name: str, fmt: Literal["gguf", "hf"] = "gguf", gguf_type: str | 
             _ensure_synthetic_tokenizer(ref.arch, target)
         return target
     if ref.source == "bundled":
-        _atomic_dir(target, _dequantise_smollm2)
+        atomic_dir(target, _dequantise_smollm2, "config.json")
     else:
-        _atomic_dir(target, lambda d: _write_synthetic_config(ref.arch, d))
+        atomic_dir(target, lambda d: _write_synthetic_config(ref.arch, d), "config.json")
     return target
-
-
-def _atomic_dir(target: Path, build) -> None:
-    """Build into a temp dir beside target, then rename: concurrent preparers never see half."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}-"))
-    try:
-        build(tmp)
-        try:
-            os.rename(tmp, target)
-        except OSError:
-            if not (target / "config.json").exists():
-                raise
-    finally:
-        if tmp.exists():
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _dequantise_smollm2(out: Path) -> None:

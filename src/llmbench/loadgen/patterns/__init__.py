@@ -4,10 +4,10 @@ a trace, then a rate, else the closed loop)."""
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
 
-from llmbench.errors import SpecError, did_you_mean
+from llmbench.errors import SpecError
+from llmbench.registry import load
 
 if TYPE_CHECKING:
     from llmbench.loadgen.patterns.base import LoadPattern
@@ -22,14 +22,7 @@ PATTERNS: dict[str, str | type[LoadPattern]] = {   # name -> "module:class" (or 
 
 
 def pattern_class(name: str) -> type[LoadPattern]:
-    if name not in PATTERNS:
-        raise SpecError([("--pattern", f"unknown load pattern {name!r}{did_you_mean(name, PATTERNS)}; "
-                                       f"registered: {', '.join(PATTERNS)}")])
-    entry = PATTERNS[name]
-    if isinstance(entry, str):
-        module, _, cls = entry.partition(":")
-        return getattr(import_module(module), cls)
-    return entry
+    return load(PATTERNS, name, "--pattern", "load pattern")
 
 
 def pattern_for(cfg) -> LoadPattern:

@@ -3,10 +3,9 @@ here. Without `--shape`, requests are plain text."""
 
 from __future__ import annotations
 
-from importlib import import_module
 from typing import TYPE_CHECKING
 
-from llmbench.errors import SpecError, did_you_mean
+from llmbench.registry import load
 
 if TYPE_CHECKING:
     from llmbench.loadgen.shapes.base import RequestShape
@@ -28,11 +27,7 @@ SHAPES: dict[str, str] = {   # name -> "module:class"
 
 
 def shape_class(name: str) -> type[RequestShape]:
-    if name not in SHAPES:
-        raise SpecError([("--shape", f"unknown request shape {name!r}{did_you_mean(name, SHAPES)}; "
-                                     f"registered: {', '.join(SHAPES)}")])
-    module, _, cls = SHAPES[name].partition(":")
-    return getattr(import_module(module), cls)
+    return load(SHAPES, name, "--shape", "request shape")
 
 
 def shape_for(cfg) -> RequestShape:
