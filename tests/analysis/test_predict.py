@@ -268,3 +268,49 @@ def test_a_feature_constant_up_to_rounding_carries_nothing():
     same = f.iloc[:3]
     # the training data says nothing of size: the same prediction, not one blown up by 1/1e-15
     assert np.allclose(fit.predict(other)["log_eff"], fit.predict(same)["log_eff"])
+
+
+def test_lists_give_one_prediction_per_combination(no_study, capsys):
+    code, text = cli(["predict", "--study", "x", "--model", "llama-3-8b", "--engine", "eng",
+                      "--hardware", "H100", "--batch-size", "8,16", "--output-len", "128,256"], capsys)
+    assert code == 0, text
+    heads = [line for line in text.splitlines() if "ESTIMATE" in line]
+    assert [h.split("(eng, bf16), ")[1].split(":")[0] for h in heads] == [
+        "batch 8, 128 in / 128 out", "batch 8, 128 in / 256 out",
+        "batch 16, 128 in / 128 out", "batch 16, 128 in / 256 out"]
+
+
+@pytest.mark.parametrize("bad", ["0", "8,x", ""])
+def test_a_bad_size_list_is_a_usage_error(bad, no_study, capsys):
+    code, text = cli(["predict", "--study", "x", "--model", "llama-3-8b", "--engine", "eng",
+                      "--hardware", "H100", "--batch-size", bad], capsys)
+    assert code == 2 and "--batch-size" in text and "Traceback" not in text, text
+
+
+def test_the_held_out_residuals_are_computed_once_per_split_and_data(monkeypatch, tmp_path):
+    from llmbench.analysis import predict_report as rep
+
+    monkeypatch.setenv("LLMBENCH_CACHE", str(tmp_path))
+    calls = []
+    real = P.validate
+    monkeypatch.setattr(P, "validate", lambda *a, **k: calls.append(a[1]) or real(*a, **k))
+    train = synthetic()
+    first = rep.held_out(train, "batch", "output_throughput_tok_s")
+    again = rep.held_out(train, "batch", "output_throughput_tok_s")
+    assert calls == ["batch"]
+    pd.testing.assert_frame_equal(first, again)
+    rep.held_out(synthetic(seed=1), "batch", "output_throughput_tok_s")   # other data: computed
+    rep.held_out(train, "model", "output_throughput_tok_s")               # another split: computed
+    assert calls == ["batch", "batch", "model"]
+
+
+def test_a_configuration_the_study_measured_is_shown_beside_the_estimate():
+    from llmbench.analysis import predict_report as rep
+    from llmbench.analysis.predict_points import query
+
+    q = query("llama-3-8b", "eng", "H100-SXM", "bf16", 8, 128, 128)
+    seen = q.assign(measured_output_throughput_tok_s=[1234.0], measured_batch_latency_s=[0.83])
+    text = rep.prediction_text(pd.concat([synthetic(), seen], ignore_index=True), q)
+    assert "the study measured this configuration: 1234 tok/s" in text
+    assert "the study measured this configuration: 0.83 s" in text
+    assert "measured this configuration" not in rep.prediction_text(synthetic(), q)

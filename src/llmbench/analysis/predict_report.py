@@ -4,6 +4,8 @@ what the prediction does not know) and what it rests on."""
 
 from __future__ import annotations
 
+import hashlib
+import os
 from pathlib import Path
 
 import numpy as np
@@ -29,7 +31,7 @@ def validation_markdown(train: pd.DataFrame) -> str:
              "median | 90% interval coverage |", "|" + "---|" * 9]
     for metric in P.METRICS:
         for split in P.SPLITS:
-            s = P.summary(P.validate(train, split, metric))
+            s = P.summary(held_out(train, split, metric))
             lines.append(
                 f"| {metric} | one {split} | {s['points']} | {_pct(s['model']['median'])} | "
                 f"{_pct(s['model']['p90'])} | {_pct(s['constant']['median'])} / "
@@ -48,6 +50,31 @@ def _split_for(train: pd.DataFrame, point: pd.Series) -> str:
     return "batch"
 
 
+def held_out(train: pd.DataFrame, split: str, metric: str) -> pd.DataFrame:
+    """`P.validate`'s held-out residuals for one split, kept in llmbench's cache: an interval
+    needs a whole split (one fit per fold: minutes), and the residuals depend only on the
+    training frame and the model's code, both in the file's name (a change of either
+    recomputes them)."""
+    from llmbench.cache import cache_dir
+
+    h = hashlib.sha256(f"{split}|{metric}|{','.join(train.columns)}".encode())
+    h.update(pd.util.hash_pandas_object(train, index=True).to_numpy().tobytes())
+    for module in ("predict.py", "predict_points.py"):
+        h.update((Path(P.__file__).parent / module).read_bytes())
+    path = cache_dir() / "predict" / f"held-{split}-{h.hexdigest()[:24]}.parquet"
+    if path.is_file():
+        try:
+            return pd.read_parquet(path)
+        except (OSError, ValueError):
+            pass  # a broken cache file (an interrupted write elsewhere): computed again
+    held = P.validate(train, split, metric)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    held.to_parquet(tmp)
+    os.replace(tmp, path)
+    return pd.read_parquet(path)   # as every later call reads it (Parquet's own column types)
+
+
 def predicted(train: pd.DataFrame, points: pd.DataFrame, metric: str) -> pd.DataFrame:
     """Per point: prediction, interval (lo, hi), level, n, the fit's hardware and engines."""
     got = P.EfficiencyModel(train, metric).predict(points)
@@ -56,7 +83,7 @@ def predicted(train: pd.DataFrame, points: pd.DataFrame, metric: str) -> pd.Data
     for i, (idx, p) in enumerate(points.iterrows()):
         split = _split_for(train, p)
         if split not in held:
-            held[split] = P.validate(train, split, metric)
+            held[split] = held_out(train, split, metric)
         g = got.loc[idx]
         lo, hi = P.interval_for(held[split], g["level"])
         one = points.loc[[idx]]
@@ -90,16 +117,26 @@ def check_markdown(train: pd.DataFrame, results: Path) -> str:
     return "\n".join(lines)
 
 
-def prediction_text(train: pd.DataFrame, point: pd.DataFrame) -> str:
-    p = point.iloc[0]
-    out = [f"{p['model']} on {p['hardware']} x{p['devices']} ({p['engine']}, {p['dtype']}), "
-           f"batch {p['batch']}, {p['input_len']} in / {p['output_len']} out: an ESTIMATE, not a "
-           "measurement"]
-    for metric, unit in (("output_throughput_tok_s", "tok/s"), ("batch_latency_s", "s")):
-        g = predicted(train, point, metric).iloc[0]
-        out.append(f"  {metric}: {g['predicted']:.4g} {unit} (90% interval {g['lo']:.4g} - "
-                   f"{g['hi']:.4g}; roofline bound {p[f'bound_{metric}']:.4g})")
-        out.append(f"    rests on {g['n']} study records ({g['level']} fit): hardware "
-                   f"{', '.join(g['fit_hardware'])}; engines {', '.join(g['fit_engines'])}; interval "
-                   f"from the held-out residuals of leave-one-{g['split']}-out")
+def prediction_text(train: pd.DataFrame, points: pd.DataFrame) -> str:
+    """Each point's prediction with its interval and what it rests on, and the study's own
+    measurement where the study ran that very configuration."""
+    metrics = (("output_throughput_tok_s", "tok/s"), ("batch_latency_s", "s"))
+    got = {m: predicted(train, points, m) for m, _ in metrics}
+    out = []
+    for idx, p in points.iterrows():
+        out.append(f"{p['model']} on {p['hardware']} x{p['devices']} ({p['engine']}, {p['dtype']}), "
+                   f"batch {p['batch']}, {p['input_len']} in / {p['output_len']} out: an ESTIMATE, "
+                   "not a measurement")
+        same = train[train["point"].eq(p["point"]) & train["hardware"].eq(p["hardware"])]
+        for metric, unit in metrics:
+            g = got[metric].loc[idx]
+            out.append(f"  {metric}: {g['predicted']:.4g} {unit} (90% interval {g['lo']:.4g} - "
+                       f"{g['hi']:.4g}; roofline bound {p[f'bound_{metric}']:.4g})")
+            out.append(f"    rests on {g['n']} study records ({g['level']} fit): hardware "
+                       f"{', '.join(g['fit_hardware'])}; engines {', '.join(g['fit_engines'])}; "
+                       f"interval from the held-out residuals of leave-one-{g['split']}-out")
+            seen = same[f"measured_{metric}"].dropna()
+            if len(seen):
+                out.append(f"    the study measured this configuration: {seen.median():.4g} {unit}"
+                           + (f" (median of {len(seen)} records)" if len(seen) > 1 else ""))
     return "\n".join(out)

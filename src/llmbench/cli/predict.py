@@ -27,9 +27,9 @@ def predict(
     engine: Optional[str] = typer.Option(None, "--engine", help="vllm, tensorrt-llm, llamacpp, ..."),
     hardware: Optional[str] = typer.Option(None, "--hardware", help="catalog id, e.g. H200, MI300X"),
     dtype: str = typer.Option("bf16", "--dtype", help="weight dtype: bf16|fp16|fp8|int8"),
-    batch_size: int = typer.Option(1, "--batch-size", min=1),
-    input_len: int = typer.Option(128, "--input-len", min=1),
-    output_len: int = typer.Option(128, "--output-len", min=1),
+    batch_size: str = typer.Option("1", "--batch-size", help="list, e.g. 1,16,64"),
+    input_len: str = typer.Option("128", "--input-len", help="list, e.g. 128,2048"),
+    output_len: str = typer.Option("128", "--output-len", help="list, e.g. 128,2048"),
     tp: int = typer.Option(1, "--tp", min=1, help="devices (tensor parallel)"),
     validate: bool = typer.Option(False, "--validate", help="hold out each model, batch size and "
                                   "accelerator in turn and print the error beside two baselines"),
@@ -39,7 +39,8 @@ def predict(
                               "kind `estimate` in --results"),
     results: Path = typer.Option(DEFAULT_RESULTS, "--results", help="where --save writes"),
 ) -> None:
-    """Expected throughput and batch latency with a 90% interval, and the records it rests on."""
+    """Expected throughput and batch latency with a 90% interval, and the records it rests on
+    (one prediction per combination of the listed batch sizes and lengths)."""
     from llmbench.analysis import predict_report as rep
     from llmbench.importers.common import Unreadable
 
@@ -56,10 +57,23 @@ def predict(
     missing = [f"--{n}" for n, v in (("model", model), ("engine", engine), ("hardware", hardware)) if not v]
     if missing:
         raise SpecError([(m, "required for a prediction (or give --validate or --check)") for m in missing])
-    point = _point(model, engine, hardware, dtype, batch_size, input_len, output_len, tp, train)
-    print(rep.prediction_text(train, point))
+    sizes = {flag: _sizes(text, flag) for flag, text in (("--batch-size", batch_size),
+                                                           ("--input-len", input_len),
+                                                           ("--output-len", output_len))}
+    points = _points(model, engine, hardware, dtype, *sizes.values(), tp, train)
+    print(rep.prediction_text(train, points))
     if save:
-        print(f"estimate record: {_save(study, point.iloc[0], train, results)}")
+        for _, q in points.iterrows():
+            print(f"estimate record: {_save(study, q, train, results)}")
+
+
+def _sizes(text: str, flag: str) -> list[int]:
+    from llmbench.cli.flags import int_list
+
+    vals = int_list(text, flag, at_least_one=True)
+    if min(vals) < 1:
+        raise SpecError([(flag, f"{text!r}: every value must be at least 1")])
+    return vals
 
 
 def _save(study: Path, q, train, results: Path) -> Path:
@@ -75,7 +89,11 @@ def _save(study: Path, q, train, results: Path) -> Path:
     return Store(results).write(rec)
 
 
-def _point(model, engine, hardware, dtype, batch, inp, out, tp, train):
+def _points(model, engine, hardware, dtype, batches, inputs, outputs, tp, train):
+    import itertools
+
+    import pandas as pd
+
     from llmbench.analysis.predict_points import query
     from llmbench.backends import REGISTRY
     from llmbench.hardware import catalog, find
@@ -99,4 +117,5 @@ def _point(model, engine, hardware, dtype, batch, inp, out, tp, train):
         problems.append(("--dtype", str(e)))
     if problems:
         raise SpecError(problems)
-    return query(canonical_name(model), engine, hw.id, dtype, batch, inp, out, tp)
+    return pd.concat([query(canonical_name(model), engine, hw.id, dtype, b, i, o, tp)
+                      for b, i, o in itertools.product(batches, inputs, outputs)], ignore_index=True)
