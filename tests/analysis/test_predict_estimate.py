@@ -108,3 +108,13 @@ def test_best_leaves_estimates_out_by_default_and_marks_them_when_asked(no_study
     assert [r["source"] for r in rows] == ["ESTIMATE", "own"]
     assert any("ranked beside measurements" in n for n in notes)
     assert np.isclose(ranked.loc[ranked["source"] == "own", "throughput_tok_s"].iloc[0], 1.0)
+
+
+def test_a_list_saved_at_once_is_one_run(no_study, tmp_path, capsys):
+    code, text = cli(["predict", "--study", "x", "--model", "llama-3-8b", "--engine", "eng",
+                      "--hardware", "H100", "--batch-size", "8,16,32", "--save",
+                      "--results", str(tmp_path)], capsys)
+    assert code == 0, text
+    recs = Store(tmp_path).records()
+    assert sorted(r.workload["batch_size"] for r in recs) == [8, 16, 32]
+    assert len({r.run_id for r in recs}) == 1 and len(list(tmp_path.glob("*/estimate-*.json"))) == 3

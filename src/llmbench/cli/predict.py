@@ -63,8 +63,11 @@ def predict(
     points = _points(model, engine, hardware, dtype, *sizes.values(), tp, train)
     print(rep.prediction_text(train, points))
     if save:
+        from llmbench.store.record import new_run_id
+
+        run_id = new_run_id()    # one run for the whole list, as a sweep's points
         for _, q in points.iterrows():
-            print(f"estimate record: {_save(study, q, train, results)}")
+            print(f"estimate record: {_save(study, q, train, results, run_id)}")
 
 
 def _sizes(text: str, flag: str) -> list[int]:
@@ -76,16 +79,15 @@ def _sizes(text: str, flag: str) -> list[int]:
     return vals
 
 
-def _save(study: Path, q, train, results: Path) -> Path:
+def _save(study: Path, q, train, results: Path, run_id: str) -> Path:
     from llmbench.kinds.estimate.kind import EstimatePoint, estimate_record
     from llmbench.kinds.registry import get_kind
-    from llmbench.store.record import new_run_id
     from llmbench.store.store import Store
 
     p = EstimatePoint(study=str(study), model=q["model"], engine=q["engine"], hardware=q["hardware"],
                       dtype=q["dtype"], batch_size=int(q["batch"]), input_len=int(q["input_len"]),
                       output_len=int(q["output_len"]), tp=int(q["devices"]))
-    rec = estimate_record(get_kind("estimate").base_record(p, new_run_id(), None), train, p)
+    rec = estimate_record(get_kind("estimate").base_record(p, run_id, None), train, p)
     return Store(results).write(rec)
 
 
