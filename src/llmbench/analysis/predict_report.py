@@ -80,7 +80,7 @@ def predicted(train: pd.DataFrame, points: pd.DataFrame, metric: str) -> pd.Data
     got = P.EfficiencyModel(train, metric).predict(points)
     held = {}
     rows = []
-    for i, (idx, p) in enumerate(points.iterrows()):
+    for idx, p in points.iterrows():
         split = _split_for(train, p)
         if split not in held:
             held[split] = held_out(train, split, metric)
