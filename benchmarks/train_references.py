@@ -25,9 +25,9 @@ torchtitan's `get_dense_model_nparams_and_flops` (6 N + 6 L heads (2 head_dim) s
 torchtitan 0.3.0 runs through `torchrun` with its dependencies carried as wheels (the H200 has
 no index: benchmarks/h200/setup.sh installs ~/carry/xwheels/*.whl into ~/xsite): torchtitan,
 torchdata, torch_checkpointing, datasets<4.8, tyro, typeguard, spmd_types==0.2.3, tensorboard,
-absl-py, wandb, multiprocess, xxhash. Its tokenizer and data are made here, offline: the bundled
-tokenizer's files and the bundled text as JSON lines (the token ids do not change the step's
-work). Its trainer needs an accelerator (tools/utils.get_local_device picks `cuda` when none is
+absl-py, wandb, multiprocess, xxhash. Its tokenizer and data are made here, offline: a word-level tokenizer of the model's
+whole vocabulary and random words as JSON lines (the token ids do not change the step's work).
+Each side of a round runs in a process of its own, so neither inherits the other's GPU memory. Its trainer needs an accelerator (tools/utils.get_local_device picks `cuda` when none is
 found), so the llama reference runs on a GPU only; the nanoGPT reference runs anywhere.
 """
 
@@ -104,22 +104,23 @@ def llmbench_tokens_per_s(workload: str, size: str, a) -> tuple[float, dict]:
 
 
 # -- torchtitan's side --------------------------------------------------------------------------
-def torchtitan_assets(d: Path) -> tuple[Path, Path]:
-    """The tokenizer files and a JSON-lines dataset, made here (no hub)."""
-    from llmbench.data import bundled_text
-    from llmbench.kinds.serving.tokenizer import load_tokenizer
+def torchtitan_assets(d: Path, vocab: int, tokens: int = 200_000, seed: int = 0) -> tuple[Path, Path]:
+    """A word-level tokenizer of the model's whole vocabulary and a JSON-lines dataset of random
+    words, made here: no hub and no GGUF package on the GPU machine (the token ids do not change
+    the step's work, only its shape does)."""
+    import random
+
+    from llmbench.models.synthetic_tokenizer import write_wordlevel_tokenizer
 
     tok = d / "tokenizer"
     tok.mkdir(parents=True, exist_ok=True)
-    source = Path(load_tokenizer("smollm2-135m").source)    # the bundled model's, cached as a directory
-    for f in ("tokenizer.json", "tokenizer_config.json"):
-        shutil.copy(source / f, tok / f)
+    write_wordlevel_tokenizer(vocab, tok)
     data = d / "data"
     data.mkdir(exist_ok=True)
-    text = bundled_text()
+    rng = random.Random(seed)
     with open(data / "train.json", "w") as f:
-        for i in range(0, len(text), 4000):
-            f.write(json.dumps({"text": text[i:i + 4000]}) + "\n")
+        for _ in range(tokens // 2048):
+            f.write(json.dumps({"text": " ".join(f"w{rng.randrange(vocab)}" for _ in range(2048))}) + "\n")
     return tok, data
 
 
@@ -214,16 +215,33 @@ def nanogpt_tokens_per_s(a) -> float:
     return after_warmup_median(tps, a.warmup)
 
 
+def nanogpt_in_subprocess(a) -> float:
+    """The reference in a fresh process, as llmbench's side: a process that has run one side
+    keeps its CUDA caching allocator's memory (76 GiB after GPT-2 XL), which the other side's
+    next process would then lack on an 80 GB card."""
+    argv = [sys.executable, __file__, "nanogpt", "--once", "--size", a.size, "--seq-len", str(a.seq_len),
+            "--micro-batch", str(a.micro_batch), "--steps", str(a.steps), "--warmup", str(a.warmup),
+            "--device", a.device, "--seed", str(a.seed)] + (["--layers", str(a.layers)] if a.layers else []) \
+        + (["--compile"] if a.compile else [])
+    p = subprocess.run(argv, text=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    if p.returncode:
+        raise RuntimeError("the nanoGPT-style reference failed:\n" + p.stdout[-3000:])
+    return float(json.loads(p.stdout.strip().splitlines()[-1])["tokens_per_s"])
+
+
 # -- the comparison -----------------------------------------------------------------------------
 def compare(a) -> dict:
     ours, theirs, info = [], [], {}
     if a.reference == "llama":
+        from llmbench.kinds.training.llama import SIZES
+        from llmbench.models.catalog import get_arch
+
         tmp = Path(tempfile.mkdtemp(prefix="llmbench-tt-"))
-        tok, data = torchtitan_assets(tmp)
+        tok, data = torchtitan_assets(tmp, get_arch(SIZES[a.size]).vocab)
         reference = lambda: torchtitan_tokens_per_s(a, tok, data)  # noqa: E731
         workload = "llama"
     else:
-        reference = lambda: nanogpt_tokens_per_s(a)  # noqa: E731
+        reference = lambda: nanogpt_in_subprocess(a)  # noqa: E731
         workload = "gpt2"
     for r in range(a.repeats):
         first_ours = r % 2 == 0
@@ -258,8 +276,12 @@ def main(argv=None) -> int:
     ap.add_argument("--device", default="cuda")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--json", type=Path, help="write the result here too")
+    ap.add_argument("--once", action="store_true", help=argparse.SUPPRESS)  # one reference run, in this process
     a = ap.parse_args(argv)
     a.size = a.size or ("3-8b" if a.reference == "llama" else "xl")
+    if a.once:
+        print(json.dumps({"tokens_per_s": nanogpt_tokens_per_s(a)}))
+        return 0
     if a.reference == "llama" and not a.device.startswith("cuda"):
         ap.error("torchtitan's trainer needs an accelerator (it picks cuda when none is found)")
     res = compare(a)

@@ -10,6 +10,7 @@ set up by `benchmarks/h200/setup.sh` (docs/gpu-campaign.md has the whole recipe)
 
 PART: vllm | llamacpp | llamacpp-long | serve | capacity | gpu-tests | transformers | sglang |
 train-references (llmbench's training step beside torchtitan and a nanoGPT-style GPT-2) |
+train-levers (GPT-2 XL's levers on and off in one run; Llama-3.2-1B bf16 vs fp8) |
 findings-vllm | findings-models | findings-llamacpp (the study's findings) | gate-inference |
 gate-training (the regression gate: committed points re-run, then `llmbench compare` against
 them; benchmarks/h200/gate.py) | list. Steps run in priority order;
@@ -164,15 +165,19 @@ def plan(part: str, results: str) -> list[Step]:
              script("train_references.py", "nanogpt", "--size", "xl", "--seq-len", "1024",
                     "--micro-batch", "16", "--compile", "--repeats", "3",
                     "--json", f"{results}/train-references-nanogpt.json"), 240, "torch"),
+        ]
+    if part == "train-levers":
+        # issue 42 items 3-4: the levers measured on and off in one run, and fp8 against bf16
+        return [
+            ("Llama-3.2-1B s2048 mb4: bf16 and fp8, 30 learnable steps (loss compared)",
+             [sys.executable, "-m", "llmbench", "train", "--workload", "llama", "--size", "3.2-1b",
+              "--seq-len", "2048", "--micro-batch", "4", "--precision", "bf16,fp8", "--compile", "true",
+              "--learnable", "--steps", "30", "--device", "cuda", "--results", results], 200, "torch"),
             ("GPT-2 XL levers on and off in one run: compile per layer vs whole model, grad-accum 1 vs 4",
              [sys.executable, "-m", "llmbench", "train", "--workload", "gpt2", "--size", "xl",
               "--seq-len", "1024", "--micro-batch", "16", "--compile", "true",
               "--compile-scope", "layers,model", "--grad-accum", "1,4", "--steps", "8", "--warmup", "3",
               "--device", "cuda", "--results", results], 420, "torch"),
-            ("Llama-3.2-1B s2048 mb4: bf16 and fp8, 30 learnable steps (loss compared)",
-             [sys.executable, "-m", "llmbench", "train", "--workload", "llama", "--size", "3.2-1b",
-              "--seq-len", "2048", "--micro-batch", "4", "--precision", "bf16,fp8", "--compile", "true",
-              "--learnable", "--steps", "30", "--device", "cuda", "--results", results], 200, "torch"),
         ]
     if part in FINDINGS_PARTS:
         return findings_plan(part, results)
@@ -264,7 +269,7 @@ def findings_plan(part: str, results: str) -> list[Step]:
 
 
 PARTS = ("vllm", "llamacpp", "llamacpp-long", "serve", "capacity", "gpu-tests", "transformers",
-         "sglang", "train-references", *FINDINGS_PARTS, *GATE_PARTS)
+         "sglang", "train-references", "train-levers", *FINDINGS_PARTS, *GATE_PARTS)
 
 
 def have(module: str) -> bool:
