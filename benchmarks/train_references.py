@@ -22,10 +22,10 @@ embedding table; attention counted dense, as if not causal): llmbench's roofline
 torchtitan's `get_dense_model_nparams_and_flops` (6 N + 6 L heads (2 head_dim) s), nanoGPT's
 `estimate_mfu` (6 N + 12 L h s, N without the position table).
 
-torchtitan 0.3.0 runs through `torchrun` with its dependencies carried as wheels (the H200 has
-no index: benchmarks/h200/setup.sh installs ~/carry/xwheels/*.whl into ~/xsite): torchtitan,
-torchdata, torch_checkpointing, datasets<4.8, tyro, typeguard, spmd_types==0.2.3, tensorboard,
-absl-py, wandb, multiprocess, xxhash. Its tokenizer and data are made here, offline: a word-level tokenizer of the model's
+torchtitan 0.2.2 (0.3.0 needs a newer torch than the GPU machine's 2.11.0: torchtitan_llama.py)
+runs through `torchrun` with its dependencies carried as wheels (the GPU machine has no index):
+torchtitan, torchdata, datasets<4.8, tyro, docstring-parser, typeguard, dill<0.4.1,
+multiprocess<0.70.19, tomli; tensorboard, xxhash and einops are the machine's own. Its tokenizer and data are made here, offline: a word-level tokenizer of the model's
 whole vocabulary and random words as JSON lines (the token ids do not change the step's work).
 Each side of a round runs in a process of its own, so neither inherits the other's GPU memory. Its trainer needs an accelerator (tools/utils.get_local_device picks `cuda` when none is
 found), so the llama reference runs on a GPU only; the nanoGPT reference runs anywhere.
@@ -125,11 +125,15 @@ def torchtitan_assets(d: Path, vocab: int, tokens: int = 200_000, seed: int = 0)
 
 
 def torchtitan_cmd(a, tok: Path, data: Path, out: Path) -> list[str]:
+    """torchtitan 0.2.2's trainer on llmbench's flavor (torchtitan_llama.py), one device, no
+    activation checkpointing (its default is selective), a log line per step."""
     cmd = ["torchrun", "--standalone", "--nproc_per_node", "1", "-m", "torchtitan.train",
-           "--module", "torchtitan_llama", "--config", "llmbench_llama",
-           "--hf_assets_path", str(tok), "--dataloader.dataset_path", str(data),
-           "--dump_folder", str(out), "--training.steps", str(a.warmup + a.steps),
-           "--training.seq_len", str(a.seq_len), "--training.local_batch_size", str(a.micro_batch)]
+           "--experimental.custom_import", "torchtitan_llama",
+           "--model.name", "llama3", "--model.flavor", "llmbench", "--model.hf_assets_path", str(tok),
+           "--training.dataset", "c4_test", "--training.dataset_path", str(data),
+           "--job.dump_folder", str(out), "--training.steps", str(a.warmup + a.steps),
+           "--training.seq_len", str(a.seq_len), "--training.local_batch_size", str(a.micro_batch),
+           "--activation_checkpoint.mode", "none", "--metrics.log_freq", "1"]
     if a.compile:
         cmd += ["--compile.enable", "--compile.components", "model"]
     return cmd
@@ -253,7 +257,7 @@ def compare(a) -> dict:
                 theirs.append(reference())
             print(f"round {r + 1} {side}: {(ours if side == 'llmbench' else theirs)[-1]:,.0f} tok/s",
                   flush=True)
-    out = {"reference": "torchtitan 0.3.0" if a.reference == "llama" else "nanoGPT-style (this file)",
+    out = {"reference": "torchtitan 0.2.2" if a.reference == "llama" else "nanoGPT-style (this file)",
            "point": {k: getattr(a, k) for k in ("size", "layers", "seq_len", "micro_batch", "compile",
                                                 "steps", "warmup", "repeats", "device")},
            "llmbench_tok_s": ours, "reference_tok_s": theirs, "llmbench": info,

@@ -157,7 +157,7 @@ def plan(part: str, results: str) -> list[Step]:
         # issue 42: llmbench's step beside torchtitan's trainer and a nanoGPT-style GPT-2
         # (torchtitan and its dependencies carried as wheels: docs/gpu-campaign.md)
         return [
-            ("Llama-3-8B shape at 8 layers, s2048 mb2, compiled: llmbench vs torchtitan 0.3.0",
+            ("Llama-3-8B shape at 8 layers, s2048 mb2, compiled: llmbench vs torchtitan 0.2.2",
              script("train_references.py", "llama", "--size", "3-8b", "--layers", "8",
                     "--seq-len", "2048", "--micro-batch", "2", "--compile", "--repeats", "3",
                     "--json", f"{results}/train-references-llama.json"), 300, "torchtitan"),
