@@ -203,7 +203,8 @@ def gate_plan(results: str, which: str) -> list[Step]:
     for p in points:
         engine = p.rerun[p.rerun.index("--backend") + 1] if "--backend" in p.rerun else "train"
         need = needs["train"] if engine == "train" else needs["run"][engine]
-        steps.append((f"gate: {p.name} (against {p.run})", gate.rerun_argv(p, results), est[engine], need))
+        against = ", ".join(f"{card} {run}" for card, run in p.runs.items())
+        steps.append((f"gate: {p.name} (against {against})", gate.rerun_argv(p, results), est[engine], need))
     steps.append(("gate: llmbench compare, committed records -> this run",
                   [sys.executable, str(HERE / "gate.py"), "--new", results, "--points", which,
                    "--base", str(Path(results).parent / f"gate-base-{which}")], 20, "llmbench"))

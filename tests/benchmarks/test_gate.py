@@ -36,14 +36,35 @@ def test_the_gate_holds_the_points_the_issue_names():
                      "vLLM b1", "vLLM b64", "training block bf16", "training GPT-2 XL",
                      "training GenSLM-250M"]
     for p in gate.GATE:
-        d = load(p.record_path())
-        assert d["status"] == "ok" and d["point_key"] == p.point_key
-        assert d["hardware"]["name"].startswith("NVIDIA H200")
+        assert "h200" in p.runs
+        for card in p.runs:     # each baseline is its card's record of the point
+            d = load(p.record_path(card))
+            assert d["status"] == "ok" and d["point_key"] == p.point_key
+            assert gate.card_of(d["hardware"]["name"]) == card
 
 
-@pytest.mark.parametrize("point", gate.GATE, ids=lambda p: p.name)
-def test_each_rerun_measures_its_records_point(point):
-    d = load(point.record_path())
+def test_the_baseline_is_the_rerun_card(tmp_path):
+    """A call for an H200 that ran on an H100 compares against the H100's baseline, never
+    across cards; a card with no baselines is an error naming the kept ones."""
+    new = tmp_path / "new"
+    new.mkdir()
+    h100 = [p for p in gate.GATE if "h100" in p.runs]
+    shutil.copy2(h100[0].record_path("h100"), new / "r.json")
+    assert gate.rerun_card(new) == "h100"
+    staged = gate.stage_base(tmp_path / "base", gate.GATE, "h100")
+    assert sorted(p.name for p in staged) == sorted(p.record_path("h100").name for p in h100)
+    assert len(h100) == 5       # vLLM and llama.cpp have no H100 baseline yet
+    with pytest.raises(ValueError, match="no gate baselines are kept for 'AMD MI300X'"):
+        gate.card_of("AMD MI300X")
+    shutil.copy2(gate.GATE[0].record_path("h200"), new / "s.json")
+    with pytest.raises(ValueError, match="2 cards"):
+        gate.rerun_card(new)
+
+
+@pytest.mark.parametrize("point, card", [(p, c) for p in gate.GATE for c in p.runs],
+                         ids=lambda x: x if isinstance(x, str) else x.name)
+def test_each_rerun_measures_its_records_point(point, card):
+    d = load(point.record_path(card))
     w, mine, theirs = d["workload"], flags(point.rerun), flags(d["env"]["argv"])
     # every value the re-run gives is one the record's own command swept (the repeat count is
     # how the run is done, not which point: compare pairs without it, and the gate takes 3)
@@ -107,7 +128,7 @@ def test_the_gate_table_against_an_earlier_committed_run(tmp_path, monkeypatch):
     assert sorted(p.name for p in staged) == sorted(p.record_path().name for p in gate.GATE)
     new = tmp_path / "new"
     new.mkdir()
-    earlier = gate.GatePoint("b1 earlier", "20261202T185038Z-38ea74", "551021879b455de1", ())
+    earlier = gate.GatePoint("b1 earlier", "551021879b455de1", {"h200": "20261202T185038Z-38ea74"}, ())
     shutil.copy2(earlier.record_path(), new / earlier.record_path().name)
     monkeypatch.setenv("COLUMNS", "250")
     r = CliRunner().invoke(app, gate.compare_argv(base, new)[3:])
