@@ -48,7 +48,7 @@ def test_every_named_log_and_record_exists(doc):
     text = doc.read_text()
     missing = [q for p in named_paths(text) for q in expand(p) if not glob.glob(str(ROOT / q))]
     missing += [f"run {r}" for r in RUN_ID.findall(text)
-                if not (ROOT / "results" / "h200" / r).is_dir()]
+                if not any(d.is_dir() for d in (ROOT / "results").glob(f"*/{r}"))]
     assert not missing, f"{doc.name} names what is not in the tree: {missing}"
 
 
@@ -68,3 +68,29 @@ def test_the_training_levers_table_is_the_records_mean():
             samples = json.loads(Path(path).read_text())["metrics"][metric]["samples"]
             mean = statistics.fmean(samples)
             assert shown == (f"{mean:.3f}" if metric == "mfu" else f"{mean:.1f}"), (ref, metric, shown, mean)
+
+
+def test_the_h100_training_tables_are_the_records_medians():
+    """docs/training.md's H100 gate and sequence-length rows: each tok/s is the median of the
+    named record's per-step samples, recomputed here."""
+    text = (ROOT / "docs" / "training.md").read_text()
+    section = text[text.index("## Measured on H100, 2026-12-07"):text.index("## Levers on and off, one H200")]
+    checked = 0
+    for line in section.splitlines():
+        run = re.search(r"`results/h100/(\d{8}T\d{6}Z-[0-9a-f]{6})`", line)
+        if not (line.startswith("| ") and run) or "out tok/s" in line:
+            continue
+        (path,) = glob.glob(str(ROOT / "results" / "h100" / run.group(1) / "training-*.json"))
+        samples = json.loads(Path(path).read_text())["metrics"]["tokens_per_s"]["samples"]
+        shown = line.split("|")[2].strip()
+        assert shown == f"{statistics.median(samples):,.0f}", (run.group(1), shown)
+        checked += 1
+    seq_rows = [line for line in section.splitlines() if re.match(r"\| \d{3,4} \| [\d,]+ \|", line)]
+    by_seq = {}
+    for f in glob.glob(str(ROOT / "results" / "h100" / "20261207T221442Z-59ab16" / "*.json")):
+        d = json.loads(Path(f).read_text())
+        by_seq[d["workload"]["seq_len"]] = statistics.median(d["metrics"]["tokens_per_s"]["samples"])
+    for line in seq_rows:
+        seq, shown = (c.strip() for c in line.strip("|").split("|")[:2])
+        assert shown == f"{by_seq[int(seq)]:,.0f}", (seq, shown)
+    assert checked == 3 and len(seq_rows) == 5
