@@ -6,6 +6,7 @@ same), and the A/B order alternating over rounds so that drift on a shared machi
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from typing import Any
@@ -42,3 +43,19 @@ def describe_change(label: str, ch: dict[str, Any]) -> str:
     verdict = "significant" if ch["significant"] else "no significant change"
     return (f"{label}: {ch['base_mean'] * 1e3:.1f} -> {ch['new_mean'] * 1e3:.1f} ms, {ch['pct']:+.1f}% "
             f"[{lo:+.1f}%, {hi:+.1f}%] (95% Welch, n={ch['n'][0]}/{ch['n'][1]}; {verdict})")
+
+
+def paired_ratio(ours: Sequence[float], theirs: Sequence[float], confidence: float = 0.95) -> dict[str, Any]:
+    """Per-round throughput ratios ours/theirs (rounds paired by adjacency, so drift on the
+    machine hits both sides of a round alike), their mean and Student-t interval, and the ratio
+    of the pooled medians (speed_ratio)."""
+    from scipy import stats
+
+    ratios = [o / t for o, t in zip(ours, theirs)]
+    mean = statistics.fmean(ratios)
+    if len(ratios) > 1:
+        half = stats.t.ppf(0.5 + confidence / 2, len(ratios) - 1) * statistics.stdev(ratios) / math.sqrt(len(ratios))
+        ci = [mean - half, mean + half]
+    else:
+        ci = [None, None]
+    return {"ratios": ratios, "mean": mean, "ci95": ci, "median_ratio": speed_ratio(ours, theirs)}

@@ -48,27 +48,12 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from crosscheck_stats import DIRECTION, speed_ratio  # noqa: E402
+from crosscheck_stats import DIRECTION, paired_ratio  # noqa: E402
 
 TPS_LINE = re.compile(r"step:\s*(\d+).*?tps:\s*([\d,]+)")
 
 
 # -- the statistics ---------------------------------------------------------------------------
-def paired_ratio(ours: list[float], theirs: list[float], confidence: float = 0.95) -> dict:
-    """Per-round throughput ratios ours/theirs, their mean and Student-t interval, and the
-    ratio of the pooled medians (crosscheck_stats.speed_ratio)."""
-    from scipy import stats
-
-    ratios = [o / t for o, t in zip(ours, theirs)]
-    mean = statistics.fmean(ratios)
-    if len(ratios) > 1:
-        half = stats.t.ppf(0.5 + confidence / 2, len(ratios) - 1) * statistics.stdev(ratios) / math.sqrt(len(ratios))
-        ci = [mean - half, mean + half]
-    else:
-        ci = [None, None]
-    return {"ratios": ratios, "mean": mean, "ci95": ci, "median_ratio": speed_ratio(ours, theirs)}
-
-
 def after_warmup_median(step_tps: dict[int, float], warmup: int) -> float:
     """The median tokens/s of the steps after the first `warmup` ones."""
     timed = [v for k, v in sorted(step_tps.items()) if k > warmup]

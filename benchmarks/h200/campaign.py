@@ -11,6 +11,7 @@ set up by `benchmarks/h200/setup.sh` (docs/gpu-campaign.md has the whole recipe)
 PART: vllm | llamacpp | llamacpp-long | serve | capacity | gpu-tests | transformers | sglang |
 train-references (llmbench's training step beside torchtitan and a nanoGPT-style GPT-2) |
 train-levers (GPT-2 XL's levers on and off in one run; Llama-3.2-1B bf16 vs fp8) |
+transformers-ab (the transformers fast path under two llmbench trees, alternating) |
 findings-vllm | findings-models | findings-llamacpp (the study's findings) | gate-inference |
 gate-training (the regression gate: committed points re-run, then `llmbench compare` against
 them; benchmarks/h200/gate.py) | list. Steps run in priority order;
@@ -166,6 +167,16 @@ def plan(part: str, results: str) -> list[Step]:
                     "--micro-batch", "16", "--compile", "--repeats", "3",
                     "--json", f"{results}/train-references-nanogpt.json"), 240, "torch"),
         ]
+    if part == "transformers-ab":
+        # issue 48 item 2: the fast path at b1 under the 12-03 record's tree (7536a05) and today's,
+        # alternating (benchmarks/ab_trees.py; the trees are made and carried as .ab/old, .ab/new)
+        return [("transformers fast path b1: tree 7536a05 (A) vs this tree (B), 3 rounds alternating",
+                 script("ab_trees.py", "--a", ".ab/old", "--b", ".ab/new", "--rounds", "3",
+                        "--metric", "output_throughput_tok_s", "--json", f"{results}/ab-transformers-b1.json",
+                        "--", "run", "--model", MODEL, "--device", "cuda", "--backend", "transformers",
+                        "--dtype", "bf16", "--in-process", "-o", "kv_cache=static", "-o", "compile=true",
+                        "--batch-size", "1", "--input-len", "128", "--output-len", "128",
+                        "--warmups", "1", "--repeats", "3"), 540, "torch")]
     if part == "train-levers":
         # issue 42 items 3-4: the levers measured on and off in one run, and fp8 against bf16
         return [
@@ -270,7 +281,7 @@ def findings_plan(part: str, results: str) -> list[Step]:
 
 
 PARTS = ("vllm", "llamacpp", "llamacpp-long", "serve", "capacity", "gpu-tests", "transformers",
-         "sglang", "train-references", "train-levers", *FINDINGS_PARTS, *GATE_PARTS)
+         "sglang", "train-references", "train-levers", "transformers-ab", *FINDINGS_PARTS, *GATE_PARTS)
 
 
 def have(module: str) -> bool:

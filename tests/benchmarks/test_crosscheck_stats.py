@@ -136,3 +136,13 @@ def test_the_cpu_gate_compares_each_side_with_the_baseline_run():
     tool = next(x for x in text.splitlines() if "vllm.benchmarks.latency" in x)
     assert "no significant change" in tool
     assert " batch 8: not in the baseline" in text
+
+
+def test_paired_ratio_is_the_student_t_interval():
+    stats = pytest.importorskip("scipy.stats")
+    ours, theirs = [110.0, 120.0, 100.0], [100.0, 100.0, 100.0]
+    r = crosscheck_stats.paired_ratio(ours, theirs)
+    assert r["ratios"] == [1.1, 1.2, 1.0]
+    lo, hi = stats.t.interval(0.95, 2, loc=1.1, scale=stats.sem([1.1, 1.2, 1.0]))
+    assert r["mean"] == pytest.approx(1.1) and r["ci95"] == pytest.approx([lo, hi])
+    assert r["median_ratio"] == pytest.approx(110 / 100)
