@@ -55,19 +55,25 @@ def held_out(train: pd.DataFrame, split: str, metric: str) -> pd.DataFrame:
     needs a whole split (one fit per fold: minutes), and the residuals depend only on the
     training frame and the model's code, both in the file's name (a change of either
     recomputes them)."""
+    return cached(f"held-{split}", train, lambda: P.validate(train, split, metric), metric)
+
+
+def cached(name: str, train: pd.DataFrame, compute, *key: str) -> pd.DataFrame:
+    """`compute()`'s frame, kept in llmbench's cache under `name`, a hash of `train`, `key` and
+    the prediction modules' code (a change of either computes it again)."""
     from llmbench.cache import cache_dir
 
-    h = hashlib.sha256(f"{split}|{metric}|{','.join(train.columns)}".encode())
+    h = hashlib.sha256(f"{name}|{'|'.join(key)}|{','.join(train.columns)}".encode())
     h.update(pd.util.hash_pandas_object(train, index=True).to_numpy().tobytes())
-    for module in ("predict.py", "predict_points.py"):
+    for module in ("predict.py", "predict_points.py", "predict_physics.py"):
         h.update((Path(P.__file__).parent / module).read_bytes())
-    path = cache_dir() / "predict" / f"held-{split}-{h.hexdigest()[:24]}.parquet"
+    path = cache_dir() / "predict" / f"{name}-{h.hexdigest()[:24]}.parquet"
     if path.is_file():
         try:
             return pd.read_parquet(path)
         except (OSError, ValueError):
             pass  # a broken cache file (an interrupted write elsewhere): computed again
-    held = P.validate(train, split, metric)
+    held = compute()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     held.to_parquet(tmp)
@@ -140,3 +146,52 @@ def prediction_text(train: pd.DataFrame, points: pd.DataFrame) -> str:
                 out.append(f"    the study measured this configuration: {seen.median():.4g} {unit}"
                            + (f" (median of {len(seen)} records)" if len(seen) > 1 else ""))
     return "\n".join(out)
+
+
+def _med_p90(pred, meas) -> tuple[float, float, int]:
+    e = P.errors(pred, meas)
+    e = e[np.isfinite(e)]
+    if not len(e):
+        return float("nan"), float("nan"), 0
+    return float(np.median(e)), float(np.quantile(e, 0.9)), len(e)
+
+
+def physics_validation_markdown(train: pd.DataFrame) -> str:
+    """The operator-level physics (analysis/predict_physics.py) on the same splits as the ridge,
+    then per held-out accelerator: the ridge, the physics, the anchored transfer (anchors on
+    another accelerator of the same vendor, or of another vendor) and GenZ where it runs."""
+    from llmbench.analysis import predict_physics as Q
+
+    lines = ["Operator-level physics x efficiencies per vendor stack (predict_physics), same splits:",
+             "", "| metric | held out | points | median | p90 | 90% interval coverage |",
+             "|" + "---|" * 6]
+    phys = {}
+    for metric in P.METRICS:
+        for split in P.SPLITS:
+            h = cached(f"physics-{split}", train, lambda: Q.validate(train, split, metric), metric)
+            phys[(metric, split)] = h
+            med, p90, n = _med_p90(h["model"], h["measured"])
+            lines.append(f"| {metric} | one {split} | {n} | {_pct(med)} | {_pct(p90)} | "
+                         f"{_pct(P.coverage(h))} |")
+    metric = "output_throughput_tok_s"
+    ridge = held_out(train, "accelerator", metric)
+    ph = phys[(metric, "accelerator")]
+    anch = cached("anchored", train, lambda: Q.validate_anchored(train))
+    lines += ["", "Throughput error per held-out accelerator, median / p90 (points):", "",
+              "| accelerator | ridge (predict.py) | physics, study only | anchored on a sibling of the "
+              "same vendor | anchored on another vendor's accelerator |", "|" + "---|" * 5]
+
+    def cell(pred, meas) -> str:
+        med, p90, n = _med_p90(pred, meas)
+        return "-" if not n else f"{_pct(med)} / {_pct(p90)} ({n})"
+
+    for hw in sorted(set(ridge["fold"])):
+        r, q = ridge[ridge["fold"] == hw], ph[ph["fold"] == hw]
+        a_same = anch[(anch["fold"] == hw) & (anch["level"] == "anchored, same vendor")]
+        a_other = anch[(anch["fold"] == hw) & (anch["level"] == "anchored, other vendor")]
+        lines.append(f"| {hw} | {cell(r['model'], r['measured'])} | {cell(q['model'], q['measured'])} | "
+                     f"{cell(a_same['model'], a_same['measured'])} | {cell(a_other['model'], a_other['measured'])} |")
+    lines.append(f"| all | {cell(ridge['model'], ridge['measured'])} | {cell(ph['model'], ph['measured'])} | "
+                 + " | ".join(cell(anch.loc[anch['level'] == lv, 'model'], anch.loc[anch['level'] == lv, 'measured'])
+                              for lv in ("anchored, same vendor", "anchored, other vendor")) + " |")
+    return "\n".join(lines)

@@ -21,8 +21,9 @@ def register(app: typer.Typer) -> None:
 
 
 def predict(
-    study: Path = typer.Option(..., "--study", help="the published LLM-Inference-Bench data "
-                               "directory (read through llmbench's importer; nothing is stored)"),
+    study: Optional[Path] = typer.Option(None, "--study", help="the published LLM-Inference-Bench "
+                                         "data directory (read through llmbench's importer; nothing "
+                                         "is stored); needed by everything but --score"),
     model: Optional[str] = typer.Option(None, "--model", help="catalog model id (llmbench models)"),
     engine: Optional[str] = typer.Option(None, "--engine", help="vllm, tensorrt-llm, llamacpp, ..."),
     hardware: Optional[str] = typer.Option(None, "--hardware", help="catalog id, e.g. H200, MI300X"),
@@ -37,22 +38,50 @@ def predict(
                                          "inference records from the study alone, print the error"),
     save: bool = typer.Option(False, "--save", help="also store the prediction as a record of "
                               "kind `estimate` in --results"),
-    results: Path = typer.Option(DEFAULT_RESULTS, "--results", help="where --save writes"),
+    results: Path = typer.Option(DEFAULT_RESULTS, "--results", help="where --save writes; the "
+                                 "records --score reads"),
+    anchor: Optional[Path] = typer.Option(None, "--anchor", help="a results directory: your own "
+                                          "records of --engine (the release you run, on hardware "
+                                          "you have) anchor the prediction; the target hardware "
+                                          "gets their efficiencies through its bandwidth, compute, "
+                                          "link and memory"),
+    preregister: Optional[Path] = typer.Option(None, "--preregister", help="with --anchor: also "
+                                               "write the predictions to this JSON file with the "
+                                               "date and the code's commit (commit it before "
+                                               "measuring)"),
+    score: Optional[Path] = typer.Option(None, "--score", help="a --preregister file: its "
+                                         "predictions beside the matching records in --results"),
 ) -> None:
     """Expected throughput and batch latency with a 90% interval, and the records it rests on
     (one prediction per combination of the listed batch sizes and lengths)."""
+    from llmbench.analysis import predict_anchored as anc
     from llmbench.analysis import predict_report as rep
     from llmbench.importers.common import Unreadable
 
+    if score is not None:
+        import json
+
+        try:
+            doc = json.loads(score.read_text())
+        except (OSError, ValueError) as e:
+            raise SpecError([("--score", f"{score}: {e}")]) from None
+        print(anc.score_markdown(doc, anc.own_frame(results)))
+        return
+    if study is None:
+        raise SpecError([("--study", "required (the study's data directory), except with --score")])
     try:
         train = rep.study_frame(study)
     except Unreadable as e:  # a usage mistake: a message and exit 2, never a traceback
         raise SpecError([("--study", str(e))]) from None
     if validate:
         print(rep.validation_markdown(train))
+        print()
+        print(rep.physics_validation_markdown(train))
         return
     if check is not None:
         print(rep.check_markdown(train, check))
+        print()
+        print(anc.check_markdown(train, anc.own_frame(check)))
         return
     missing = [f"--{n}" for n, v in (("model", model), ("engine", engine), ("hardware", hardware)) if not v]
     if missing:
@@ -61,6 +90,14 @@ def predict(
                                                            ("--input-len", input_len),
                                                            ("--output-len", output_len))}
     points = _points(model, engine, hardware, dtype, *sizes.values(), tp, train)
+    if preregister is not None and anchor is None:
+        raise SpecError([("--preregister", "needs --anchor (a pre-registration names its anchors)")])
+    if anchor is not None:
+        if save:
+            raise SpecError([("--save", "not with --anchor: an anchored estimate is printed "
+                                        "(and pre-registered with --preregister)")])
+        _anchored(train, points, anchor, engine, preregister, study)
+        return
     print(rep.prediction_text(train, points))
     if save:
         from llmbench.store.record import new_run_id
@@ -68,6 +105,29 @@ def predict(
         run_id = new_run_id()    # one run for the whole list, as a sweep's points
         for _, q in points.iterrows():
             print(f"estimate record: {_save(study, q, train, results, run_id)}")
+
+
+def _anchored(train, points, anchor: Path, engine: str, preregister: Optional[Path], study: Path) -> None:
+    import shlex
+    import sys
+
+    from llmbench.analysis import predict_anchored as anc
+    from llmbench.analysis import predict_physics as Q
+    from llmbench.analysis import predict_report as rep
+
+    try:
+        anchors = anc.anchors_for(anc.own_frame(anchor), engine)
+    except ValueError as e:
+        raise SpecError([("--anchor", f"{anchor}: {e}")]) from None
+    fit = Q.fit_stacks(train)
+    held = rep.cached("anchored", train, lambda: Q.validate_anchored(train))
+    vendors = set(points["vendor"])
+    q, n, whose = anc.half_width(held, vendors.pop() if len(vendors) == 1 else "")
+    print(anc.anchored_text(fit, anchors, points, q, n, whose))
+    if preregister is not None:
+        command = "llmbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+        anc.preregister(fit, anchors, points, q, n, whose, preregister, command, str(study))
+        print(f"pre-registered: {preregister}")
 
 
 def _sizes(text: str, flag: str) -> list[int]:
