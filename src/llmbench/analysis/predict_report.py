@@ -156,7 +156,7 @@ def _med_p90(pred, meas) -> tuple[float, float, int]:
     return float(np.median(e)), float(np.quantile(e, 0.9)), len(e)
 
 
-def physics_validation_markdown(train: pd.DataFrame) -> str:
+def physics_validation_markdown(train: pd.DataFrame, genz_python: str | None = None) -> str:
     """The operator-level physics (analysis/predict_physics.py) on the same splits as the ridge,
     then per held-out accelerator: the ridge, the physics, the anchored transfer (anchors on
     another accelerator of the same vendor, or of another vendor) and GenZ where it runs."""
@@ -194,4 +194,50 @@ def physics_validation_markdown(train: pd.DataFrame) -> str:
     lines.append(f"| all | {cell(ridge['model'], ridge['measured'])} | {cell(ph['model'], ph['measured'])} | "
                  + " | ".join(cell(anch.loc[anch['level'] == lv, 'model'], anch.loc[anch['level'] == lv, 'measured'])
                               for lv in ("anchored, same vendor", "anchored, other vendor")) + " |")
+    lines += ["", genz_markdown(train, genz_python, phys)]
+    return "\n".join(lines)
+
+
+def genz_markdown(train: pd.DataFrame, python: str | None, phys: dict | None = None) -> str:
+    """GenZ as shipped and fitted (analysis/predict_genz.py) beside the ridge and the physics,
+    each over the same held-out points: the GenZ-able ones (vLLM, one device, 16-bit, models
+    and systems GenZ ships), throughput error median / p90 per split."""
+    from llmbench.analysis import predict_genz as G
+    from llmbench.analysis import predict_physics as Q
+
+    python = python or os.environ.get("LLMBENCH_GENZ_PYTHON") or None
+    if not G.available(python):
+        return ("GenZ baseline: not run (GenZ is not importable here; install genz-llm==0.0.16 with "
+                "pandas < 3 into a virtual environment and give its python with --genz-python or "
+                "LLMBENCH_GENZ_PYTHON)")
+    metric = "output_throughput_tok_s"
+    pts = G.genz_points(P.usable(train, metric))
+    genz = cached("genz", pts, lambda: G.genz_frame(pts, python))
+    refused = int(genz["genz_s"].isna().sum())
+    lines = [f"GenZ (genz-llm 0.0.16, Bb=1, system_eff=1) on its {len(genz)} points of the study "
+             f"(vLLM, one device, 16-bit, the models and systems it ships); {refused} refused by "
+             "GenZ (KV cache beyond memory) and left out. Throughput error median / p90, each "
+             "column over the same held-out points:", "",
+             "| held out | points | GenZ as shipped | GenZ, 2 multipliers per vendor fitted on "
+             "the other folds | ridge (predict.py) | physics (predict_physics) |", "|" + "---|" * 6]
+    for split in P.SPLITS:
+        g = G.validate(train, genz, split)
+        if g.empty:
+            continue
+        ridge = held_out(train, split, metric)
+        ph = (phys or {}).get((metric, split))
+        if ph is None:
+            ph = cached(f"physics-{split}", train, lambda: Q.validate(train, split, metric), metric)
+        idx = g.index.intersection(ridge.index).intersection(ph.index)
+        g = g.loc[idx]
+        bo = (train.loc[idx, "batch"] * train.loc[idx, "output_len"]).to_numpy(float)
+        meas = bo / g["measured_s"].to_numpy(float)
+
+        def both(pred) -> str:
+            med, p90, _ = _med_p90(pred, meas)
+            return f"{_pct(med)} / {_pct(p90)}"
+
+        lines.append(f"| one {split} | {len(idx)} | {both(bo / g['genz_s'].to_numpy(float))} | "
+                     f"{both(bo / g['genz_fitted_s'].to_numpy(float))} | {both(ridge.loc[idx, 'model'])} | "
+                     f"{both(ph.loc[idx, 'model'])} |")
     return "\n".join(lines)

@@ -51,6 +51,10 @@ def predict(
                                                "measuring)"),
     score: Optional[Path] = typer.Option(None, "--score", help="a --preregister file: its "
                                          "predictions beside the matching records in --results"),
+    genz_python: Optional[str] = typer.Option(None, "--genz-python", help="with --validate: a "
+                                              "python that has genz-llm 0.0.16, for the GenZ "
+                                              "baseline (default LLMBENCH_GENZ_PYTHON, else this "
+                                              "one if GenZ imports)"),
 ) -> None:
     """Expected throughput and batch latency with a 90% interval, and the records it rests on
     (one prediction per combination of the listed batch sizes and lengths)."""
@@ -76,7 +80,7 @@ def predict(
     if validate:
         print(rep.validation_markdown(train))
         print()
-        print(rep.physics_validation_markdown(train))
+        print(rep.physics_validation_markdown(train, genz_python))
         return
     if check is not None:
         print(rep.check_markdown(train, check))
