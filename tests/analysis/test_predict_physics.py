@@ -289,3 +289,25 @@ def test_usage_errors_name_the_flag(argv, flag, capsys, monkeypatch):
     monkeypatch.setattr(predict_report, "study_frame", lambda d: synthetic())
     code, text = cli(argv, capsys)
     assert code == 2 and flag in text and "Traceback" not in text, text
+
+
+def test_anchored_estimates_are_stored_and_shown_with_their_anchors(tmp_path, study, fit):
+    from llmbench.report import data, predictions
+    from llmbench.store.store import Store
+
+    anchors = _measure(_points("H200", models=("llama-3-8b",), batches=(1, 64), lengths=((128, 128),)),
+                       theta(PLANTED["nvidia"], 0.6), sigma=0.0).assign(run_id="run-x", engine_version="0.26.0")
+    target = _points("H100-SXM", models=("llama-3-8b",), batches=(1, 64), lengths=((128, 128),))
+    recs = A.anchored_records(fit, anchors, target, 0.35, 100, "nvidia accelerators", "S", "est-run")
+    st = Store(tmp_path)
+    for r in recs:
+        st.write(r)
+    df = data.load(tmp_path).df
+    (cfg,) = predictions.configurations(df)
+    cmp = predictions.comparison(df, cfg, "output_throughput_tok_s")
+    truth = target["batch"] * 128 / Q.seconds(target, theta(PLANTED["nvidia"], 0.6))
+    assert cmp["predicted"].to_numpy() == pytest.approx(truth.to_numpy(), rel=0.03)
+    assert cmp["hi"].to_numpy() / cmp["predicted"].to_numpy() == pytest.approx([math.exp(0.35)] * 2)
+    row = predictions.table_rows(cmp, "output_throughput_tok_s")[0]
+    assert row["rests on"] == "anchored on 2 own eng records (0.26.0) on H200"
+    assert recs[0].estimate["anchored_on"]["runs"] == ["run-x"]

@@ -207,9 +207,9 @@ def genz_markdown(train: pd.DataFrame, python: str | None, phys: dict | None = N
 
     python = python or os.environ.get("LLMBENCH_GENZ_PYTHON") or None
     if not G.available(python):
-        return ("GenZ baseline: not run (GenZ is not importable here; install genz-llm==0.0.16 with "
-                "pandas < 3 into a virtual environment and give its python with --genz-python or "
-                "LLMBENCH_GENZ_PYTHON)")
+        return ("GenZ baseline: not run (GenZ is not importable here: install the `genz` extra, "
+                "or genz-llm==0.0.16 into a virtual environment of its own and give its python "
+                "with --genz-python or LLMBENCH_GENZ_PYTHON)")
     metric = "output_throughput_tok_s"
     pts = G.genz_points(P.usable(train, metric))
     genz = cached("genz", pts, lambda: G.genz_frame(pts, python))

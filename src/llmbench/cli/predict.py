@@ -97,10 +97,7 @@ def predict(
     if preregister is not None and anchor is None:
         raise SpecError([("--preregister", "needs --anchor (a pre-registration names its anchors)")])
     if anchor is not None:
-        if save:
-            raise SpecError([("--save", "not with --anchor: an anchored estimate is printed "
-                                        "(and pre-registered with --preregister)")])
-        _anchored(train, points, anchor, engine, preregister, study)
+        _anchored(train, points, anchor, engine, preregister, study, results if save else None)
         return
     print(rep.prediction_text(train, points))
     if save:
@@ -111,7 +108,8 @@ def predict(
             print(f"estimate record: {_save(study, q, train, results, run_id)}")
 
 
-def _anchored(train, points, anchor: Path, engine: str, preregister: Optional[Path], study: Path) -> None:
+def _anchored(train, points, anchor: Path, engine: str, preregister: Optional[Path], study: Path,
+              save_to: Optional[Path]) -> None:
     import shlex
     import sys
 
@@ -132,6 +130,13 @@ def _anchored(train, points, anchor: Path, engine: str, preregister: Optional[Pa
         command = "llmbench " + " ".join(shlex.quote(a) for a in sys.argv[1:])
         anc.preregister(fit, anchors, points, q, n, whose, preregister, command, str(study))
         print(f"pre-registered: {preregister}")
+    if save_to is not None:
+        from llmbench.store.record import new_run_id
+        from llmbench.store.store import Store
+
+        run_id = new_run_id()    # one run for the whole list, as a sweep's points
+        for rec in anc.anchored_records(fit, anchors, points, q, n, whose, str(study), run_id):
+            print(f"estimate record: {Store(save_to).write(rec)}")
 
 
 def _sizes(text: str, flag: str) -> list[int]:
