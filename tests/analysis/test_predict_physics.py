@@ -311,3 +311,24 @@ def test_anchored_estimates_are_stored_and_shown_with_their_anchors(tmp_path, st
     row = predictions.table_rows(cmp, "output_throughput_tok_s")[0]
     assert row["rests on"] == "anchored on 2 own eng records (0.26.0) on H200"
     assert recs[0].estimate["anchored_on"]["runs"] == ["run-x"]
+
+
+def test_held_out_validation_on_planted_stacks(study):
+    # every accelerator of a vendor shares its planted stack: held out, each gets its vendor's
+    # other accelerator's numbers at its own peaks. Known limit, seen here: fitted on ONE
+    # accelerator (the A100, for the H100 held out), a per-step overhead and a bandwidth share
+    # trade against each other and the split leans to the engine's level (both vendors), so
+    # the H100 comes out ~11% off even from exact physics; the others within ~5%
+    held = Q.validate(study, "accelerator", "output_throughput_tok_s")
+    assert set(held["fold"]) == set(HARDWARE) and set(held["level"]) == {"engine+vendor"}
+    err = np.abs(np.exp(held["residual"]) - 1)
+    per = err.groupby(held["fold"]).median()
+    assert per.drop("H100-SXM").max() < 0.06 and 0.05 < per["H100-SXM"] < 0.15
+    # the anchored transfer: every point from every other accelerator (its vendor's, or the
+    # other's through the study's stack offset)
+    a = Q.validate_anchored(study)
+    assert set(a["level"]) == {"anchored, same vendor", "anchored, other vendor"}
+    assert len(a) == len(study) * (len(HARDWARE) - 1)
+    ea = np.abs(np.exp(a["residual"]) - 1)
+    assert ea.groupby(a["fold"]).median().drop("H100-SXM").max() < 0.05
+    assert np.median(ea) < 0.04
