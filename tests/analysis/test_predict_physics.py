@@ -332,3 +332,20 @@ def test_held_out_validation_on_planted_stacks(study):
     ea = np.abs(np.exp(a["residual"]) - 1)
     assert ea.groupby(a["fold"]).median().drop("H100-SXM").max() < 0.05
     assert np.median(ea) < 0.04
+
+
+def test_hardware_the_study_never_ran_is_estimated_by_the_physics(study, monkeypatch, tmp_path):
+    from llmbench.analysis import predict_report as rep
+
+    monkeypatch.setenv("LLMBENCH_CACHE", str(tmp_path))
+    q = _points("H200", models=("llama-3-8b",), batches=(1, 64), lengths=((128, 128),))
+    seen = _points("H100-SXM", models=("llama-3-8b",), batches=(1,), lengths=((128, 128),))
+    got = rep.predicted(study, pd.concat([q, seen], ignore_index=True), "output_throughput_tok_s")
+    # the H200 (not in the study): the physics, its vendor's stack, at the H200's peaks
+    assert got["level"].tolist()[:2] == ["engine+vendor (physics)"] * 2
+    truth = q["batch"] * 128 / Q.seconds(q, theta(PLANTED["nvidia"]))
+    assert got["predicted"].iloc[:2].to_numpy() == pytest.approx(truth.to_numpy(), rel=0.06)
+    assert got["fit_hardware"].iloc[0] == ("A100-SXM4-40GB", "H100-SXM")
+    assert (got["lo"] < got["predicted"]).all() and (got["predicted"] < got["hi"]).all()
+    # the H100 (in the study): the ridge, as before
+    assert "physics" not in got["level"].iloc[2]

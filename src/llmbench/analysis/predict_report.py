@@ -81,12 +81,51 @@ def cached(name: str, train: pd.DataFrame, compute, *key: str) -> pd.DataFrame:
     return pd.read_parquet(path)   # as every later call reads it (Parquet's own column types)
 
 
+def physics_for(train: pd.DataFrame, p: pd.Series) -> bool:
+    """Whether a point's estimate comes from the operator-level physics (predict_physics) rather
+    than the ridge: where the study has no sibling, i.e. never ran the hardware (issue 51 item
+    2). Chosen on the study's leave-one-accelerator-out alone, where the physics' median
+    throughput error was 20% against the ridge's 25% (docs/predict.md), before any H200 or H100
+    record was looked at with it."""
+    return ("op_mem_bw" in p.index and "op_mem_bw" in train.columns
+            and p["hardware"] not in set(train["hardware"]))
+
+
+def _physics_row(train: pd.DataFrame, one: pd.DataFrame, metric: str, fit) -> dict:
+    from llmbench.analysis import predict_physics as Q
+
+    held = cached("physics-accelerator", train, lambda: Q.validate(train, "accelerator", metric), metric)
+    got = Q.predict(fit, one).iloc[0]
+    value = float(got["seconds"] if metric == "batch_latency_s" else got["tok_s"])
+    lo, hi = P.interval_for(held, got["level"])
+    # residual = log(measured / predicted) for a throughput, log(predicted / measured) for a time
+    ends = [value * np.exp(q if P.METRICS[metric] else -q) for q in (lo, hi)]
+    p = one.iloc[0]
+    level_cols = {"engine+hardware": ("engine", "hardware"), "engine+vendor": ("engine", "vendor"),
+                  "engine": ("engine",)}.get(got["level"], ())
+    members = train
+    for c in level_cols:
+        members = members[members[c] == p[c]]
+    return {"predicted": value, "lo": min(ends), "hi": max(ends), "level": f"{got['level']} (physics)",
+            "n": int(got["n"]), "fit_hardware": tuple(sorted(members["hardware"].unique())),
+            "fit_engines": tuple(sorted(members["engine"].unique())), "split": "accelerator"}
+
+
 def predicted(train: pd.DataFrame, points: pd.DataFrame, metric: str) -> pd.DataFrame:
-    """Per point: prediction, interval (lo, hi), level, n, the fit's hardware and engines."""
+    """Per point: prediction, interval (lo, hi), level, n, the fit's hardware and engines; from
+    the operator-level physics where the study never ran the hardware (physics_for), else
+    from the ridge."""
     got = P.EfficiencyModel(train, metric).predict(points)
     held = {}
     rows = []
+    phys_fit = None
     for idx, p in points.iterrows():
+        if physics_for(train, p):
+            from llmbench.analysis import predict_physics as Q
+
+            phys_fit = phys_fit or Q.fit_stacks(train)
+            rows.append(_physics_row(train, points.loc[[idx]], metric, phys_fit))
+            continue
         split = _split_for(train, p)
         if split not in held:
             held[split] = held_out(train, split, metric)
