@@ -85,8 +85,9 @@ def physics_for(train: pd.DataFrame, p: pd.Series) -> bool:
     """Whether a point's estimate comes from the operator-level physics (predict_physics) rather
     than the ridge: where the study has no sibling, i.e. never ran the hardware (issue 51 item
     2). Chosen on the study's leave-one-accelerator-out alone, where the physics' median
-    throughput error was 20% against the ridge's 25% (docs/predict.md), before any H200 or H100
-    record was looked at with it."""
+    throughput error was 20% against the ridge's 25% (docs/predict.md). The H200 records had
+    been predicted by the physics alone before this choice (vLLM 35% against the ridge's 31%:
+    worse), and the choice was not bent toward them."""
     return ("op_mem_bw" in p.index and "op_mem_bw" in train.columns
             and p["hardware"] not in set(train["hardware"]))
 
