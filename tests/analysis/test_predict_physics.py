@@ -349,3 +349,14 @@ def test_hardware_the_study_never_ran_is_estimated_by_the_physics(study, monkeyp
     assert (got["lo"] < got["predicted"]).all() and (got["predicted"] < got["hi"]).all()
     # the H100 (in the study): the ridge, as before
     assert "physics" not in got["level"].iloc[2]
+
+
+def test_anchored_coverage_by_hand():
+    # vendor v: folds a (residuals 0 .. 0.29) and b (0 .. 2.9), 30 points each. a against b's
+    # 90% |residual| (rank 26.1 of 30: 2.61): all 30 inside; b against a's 0.261: 0 .. 0.2
+    # are <= 0.261 (3 points); (30 + 3) / 60
+    small = np.round(np.arange(30) * 0.01, 6)
+    held = pd.DataFrame({"fold": ["a"] * 30 + ["b"] * 30, "vendor": "v", "level": A.INTERVAL_LEVEL,
+                         "residual": np.concatenate([small, 10 * small])})
+    assert A.half_width(held[held["fold"] == "b"], "v")[0] == pytest.approx(2.61)
+    assert A.coverage(held) == pytest.approx(33 / 60)

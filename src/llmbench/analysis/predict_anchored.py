@@ -306,3 +306,18 @@ def anchored_records(fit: Q.StackFit, anchors: pd.DataFrame, points: pd.DataFram
                         "anchored_on": anchored_on}
         out.append(rec)
     return out
+
+
+def coverage(held: pd.DataFrame, level: str = INTERVAL_LEVEL) -> float:
+    """Cross-fitted coverage of the anchored interval: each held-out accelerator's points
+    (anchors at `level`) against the half-width half_width() gives from the OTHER
+    accelerators' residuals, for its vendor; the share inside."""
+    inside = []
+    at = held[held["level"] == level]
+    for fold, part in at.groupby("fold"):
+        rest = held[held["fold"] != fold]
+        if rest.empty:
+            continue
+        q, _, _ = half_width(rest, part["vendor"].iloc[0], level)
+        inside.extend(np.abs(part["residual"].to_numpy(float)) <= q)
+    return float(np.mean(inside)) if inside else float("nan")

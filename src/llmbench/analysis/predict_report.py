@@ -234,6 +234,13 @@ def physics_validation_markdown(train: pd.DataFrame, genz_python: str | None = N
     lines.append(f"| all | {cell(ridge['model'], ridge['measured'])} | {cell(ph['model'], ph['measured'])} | "
                  + " | ".join(cell(anch.loc[anch['level'] == lv, 'model'], anch.loc[anch['level'] == lv, 'measured'])
                               for lv in ("anchored, same vendor", "anchored, other vendor")) + " |")
+    from llmbench.analysis.predict_anchored import INTERVAL_LEVEL, coverage, half_width
+
+    widths = "; ".join(f"{v}: x{np.exp(half_width(anch, v)[0]):.2f}" for v in sorted(set(anch["vendor"])))
+    lines += ["", f"The anchored interval (90% |log-residual| of anchors on a sibling of the same vendor, "
+                  f"per vendor where it has {P.MIN_RESIDUALS} points): {widths}; cross-fitted coverage "
+                  f"(each accelerator against the other accelerators' width): "
+                  f"{_pct(coverage(anch, INTERVAL_LEVEL))}"]
     lines += ["", genz_markdown(train, genz_python, phys)]
     return "\n".join(lines)
 
