@@ -236,7 +236,8 @@ def physics_validation_markdown(train: pd.DataFrame, genz_python: str | None = N
                               for lv in ("anchored, same vendor", "anchored, other vendor")) + " |")
     from llmbench.analysis.predict_anchored import INTERVAL_LEVEL, coverage, half_width
 
-    widths = "; ".join(f"{v}: x{np.exp(half_width(anch, v)[0]):.2f}" for v in sorted(set(anch["vendor"])))
+    widths = "; ".join(f"{v}: x{np.exp(w[0]):.2f} ({w[2]})" for v in sorted(set(anch["vendor"]))
+                       for w in [half_width(anch, v)])
     lines += ["", f"The anchored interval (90% |log-residual| of anchors on a sibling of the same vendor, "
                   f"per vendor where it has {P.MIN_RESIDUALS} points): {widths}; cross-fitted coverage "
                   f"(each accelerator against the other accelerators' width): "
