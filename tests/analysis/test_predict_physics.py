@@ -298,7 +298,9 @@ def test_anchored_estimates_are_stored_and_shown_with_their_anchors(tmp_path, st
     anchors = _measure(_points("H200", models=("llama-3-8b",), batches=(1, 64), lengths=((128, 128),)),
                        theta(PLANTED["nvidia"], 0.6), sigma=0.0).assign(run_id="run-x", engine_version="0.26.0")
     target = _points("H100-SXM", models=("llama-3-8b",), batches=(1, 64), lengths=((128, 128),))
-    recs = A.anchored_records(fit, anchors, target, 0.35, 100, "nvidia accelerators", "S", "est-run")
+    from llmbench.kinds.estimate.kind import anchored_records
+
+    recs = anchored_records(fit, anchors, target, 0.35, 100, "nvidia accelerators", "S", "est-run")
     st = Store(tmp_path)
     for r in recs:
         st.write(r)

@@ -135,7 +135,9 @@ def _anchored(train, points, anchor: Path, engine: str, preregister: Optional[Pa
         from llmbench.store.store import Store
 
         run_id = new_run_id()    # one run for the whole list, as a sweep's points
-        for rec in anc.anchored_records(fit, anchors, points, q, n, whose, str(study), run_id):
+        from llmbench.kinds.estimate.kind import anchored_records
+
+        for rec in anchored_records(fit, anchors, points, q, n, whose, str(study), run_id):
             print(f"estimate record: {Store(save_to).write(rec)}")
 
 
