@@ -362,3 +362,31 @@ def test_anchored_coverage_by_hand():
                          "residual": np.concatenate([small, 10 * small])})
     assert A.half_width(held[held["fold"] == "b"], "v")[0] == pytest.approx(2.61)
     assert A.coverage(held) == pytest.approx(33 / 60)
+
+
+def test_the_committed_preregistration_scores_h100_records_as_the_campaign_writes_them(tmp_path, capsys):
+    # records as the H100 campaign writes them: NVML's card name, vLLM's FP8 as weight_quant
+    from llmbench.measure.stats import summarize
+    from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
+    from llmbench.store.store import Store
+
+    pre = Path(__file__).parents[2] / "docs/data/predict-h100-vllm-fp8-preregistered-20261207.json"
+    doc = json.loads(pre.read_text())
+    predicted = {p["batch_size"]: p["output_throughput_tok_s"] for p in doc["predictions"]}
+    st = Store(tmp_path)
+    for batch, tok_s, kv in ((1, 250.0, None), (1, 10.0, "fp8")):   # an fp8 KV cache: not this point
+        st.write(Record(run_id="h100", kind="inference", point_key=f"b{batch}{kv}",
+                        backend=BackendInfo(name="vllm", version="0.26.0"),
+                        model=ModelInfo(name="llama-3-8b"),
+                        hardware=HardwareInfo(name="NVIDIA H100 80GB HBM3", count=1),
+                        workload={"batch_size": batch, "input_len": 128, "output_len": 128,
+                                  "weight_dtype": "bf16", "weight_quant": "fp8", "kv_cache_dtype": kv,
+                                  "tensor_parallel": 1, "pipeline_parallel": 1},
+                        metrics={"output_throughput_tok_s": summarize([tok_s], "tok/s"),
+                                 "batch_latency_s": summarize([batch * 128 / tok_s], "s")}))
+    code, text = cli(["predict", "--score", str(pre), "--results", str(tmp_path)], capsys)
+    assert code == 0, text
+    err = 100 * (predicted[1] / 250.0 - 1)
+    assert f"| fp8 | 1 | 128/128 | {predicted[1]:.4g} (" in text and f"| 250 (1) | {err:+.1f}% |" in text
+    assert "| fp8 | 64 | 128/128 |" in text and "not measured yet" in text
+    assert "1 of 2 points measured" in text and doc["code_commit"][:12] in text
