@@ -390,3 +390,20 @@ def test_the_committed_preregistration_scores_h100_records_as_the_campaign_write
     assert f"| fp8 | 1 | 128/128 | {predicted[1]:.4g} (" in text and f"| 250 (1) | {err:+.1f}% |" in text
     assert "| fp8 | 64 | 128/128 |" in text and "not measured yet" in text
     assert "1 of 2 points measured" in text and doc["code_commit"][:12] in text
+
+
+def test_anchor_run_picks_the_anchors_and_names_a_missing_run(capsys, monkeypatch, tmp_path, study):
+    # the committed H200 records: only the bf16 128/128 sweep run (4 records) anchors; a run
+    # id not there is a usage error naming the flag
+    from llmbench.analysis import predict_report
+
+    monkeypatch.setattr(predict_report, "study_frame", lambda d: study)
+    monkeypatch.setenv("LLMBENCH_CACHE", str(tmp_path))
+    root = Path(__file__).parents[2]
+    base = ["predict", "--study", "x", "--anchor", str(root / "results/h200"), "--model", "llama-3-8b",
+            "--engine", "vllm", "--hardware", "H100", "--batch-size", "1"]
+    code, text = cli(base + ["--anchor-run", "no-such-run"], capsys)
+    assert code == 2 and "--anchor-run" in text and "no-such-run" in text, text
+    code, text = cli(base + ["--anchor-run", "20261201T210245Z-db38f7"], capsys)
+    assert code == 0, text
+    assert "anchored on 4 of your vllm records (vllm 0.26.0) on H200, runs 20261201T210245Z-db38f7\n" in text

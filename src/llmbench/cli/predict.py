@@ -51,6 +51,9 @@ def predict(
                                                "measuring)"),
     score: Optional[Path] = typer.Option(None, "--score", help="a --preregister file: its "
                                          "predictions beside the matching records in --results"),
+    anchor_run: Optional[str] = typer.Option(None, "--anchor-run", help="with --anchor: only "
+                                             "these runs' records (comma-separated run ids), e.g. "
+                                             "one engine setup where a directory mixes several"),
     genz_python: Optional[str] = typer.Option(None, "--genz-python", help="with --validate: a "
                                               "python that has genz-llm 0.0.16, for the GenZ "
                                               "baseline (default LLMBENCH_GENZ_PYTHON, else this "
@@ -97,7 +100,8 @@ def predict(
     if preregister is not None and anchor is None:
         raise SpecError([("--preregister", "needs --anchor (a pre-registration names its anchors)")])
     if anchor is not None:
-        _anchored(train, points, anchor, engine, preregister, study, results if save else None)
+        _anchored(train, points, anchor, engine, preregister, study, results if save else None,
+                  [r for r in (anchor_run or "").split(",") if r.strip()])
         return
     print(rep.prediction_text(train, points))
     if save:
@@ -109,7 +113,7 @@ def predict(
 
 
 def _anchored(train, points, anchor: Path, engine: str, preregister: Optional[Path], study: Path,
-              save_to: Optional[Path]) -> None:
+              save_to: Optional[Path], runs: list[str]) -> None:
     import shlex
     import sys
 
@@ -117,8 +121,14 @@ def _anchored(train, points, anchor: Path, engine: str, preregister: Optional[Pa
     from llmbench.analysis import predict_physics as Q
     from llmbench.analysis import predict_report as rep
 
+    own = anc.own_frame(anchor)
+    if runs:
+        missing = sorted(set(r.strip() for r in runs) - set(own.get("run_id", [])))
+        if missing:
+            raise SpecError([("--anchor-run", f"not in {anchor}: {', '.join(missing)}")])
+        own = own[own["run_id"].isin([r.strip() for r in runs])]
     try:
-        anchors = anc.anchors_for(anc.own_frame(anchor), engine)
+        anchors = anc.anchors_for(own, engine)
     except ValueError as e:
         raise SpecError([("--anchor", f"{anchor}: {e}")]) from None
     fit = Q.fit_stacks(train)
