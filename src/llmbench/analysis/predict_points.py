@@ -42,13 +42,18 @@ def row(rec) -> dict | None:
     arch = get_arch(name)
     w = rec.workload or {}
     bound = rec.roofline.bound
-    dtype = dtype_name(w.get("weight_dtype")) or str(w.get("weight_dtype") or "bf16")
+    # the weights as they ran: a quantisation (vLLM's weight_quant=fp8) over the stored dtype,
+    # as the roofline reads them (roofline/workload.py)
+    dtype = (dtype_name(w.get("weight_quant")) or dtype_name(w.get("weight_dtype"))
+             or str(w.get("weight_dtype") or "bf16"))
     batch, inp, out = int(w.get("batch_size") or 1), int(w.get("input_len") or 1), int(w.get("output_len") or 1)
     tp = int(w.get("tensor_parallel") or 1) * int(w.get("pipeline_parallel") or 1)
     params = float(rec.model.params or arch.public_params or 1.0)
     peak = hw.peak_flops(dtype if dtype in ("fp32", "bf16", "fp16", "fp8", "int8") else "bf16")
     lat = bound.get("batch_latency_s")
-    r = {"engine": rec.backend.name, "hardware": hw.id, "vendor": hw.vendor, "model": name,
+    r = {"engine": rec.backend.name, "engine_version": str(rec.backend.version or ""),
+         "run_id": rec.run_id, "kv_dtype": dtype_name(w.get("kv_cache_dtype")) or "",
+         "hardware": hw.id, "vendor": hw.vendor, "model": name,
          "dtype": dtype,
          "batch": batch, "input_len": inp, "output_len": out, "devices": rec.roofline.devices or tp,
          "point": point_key(name, rec.backend.name, dtype, tp, batch, inp, out),
@@ -64,11 +69,23 @@ def row(rec) -> dict | None:
          "moe_read": moe_read(arch, batch),
          "kv_over": kv_over(arch, params * _dtype_bytes(dtype), w.get("kv_cache_dtype"), batch,
                             inp + out, (hw.memory_gb or 0.0) * (rec.roofline.devices or tp))}
+    r.update(operator_columns(rec))
     for m in METRICS:
         meas = rec.metric(m, "mean")
         r[f"measured_{m}"] = float(meas) if meas else float("nan")
         r[f"bound_{m}"] = float(bound.get(m) or float("nan"))
     return r
+
+
+def operator_columns(rec) -> dict:
+    """The record's operator terms (roofline/model.py's operator_terms, per device), as
+    columns `op_*`: what analysis/predict_physics.py times with an efficiency per operator."""
+    from llmbench.roofline.model import operator_terms
+    from llmbench.roofline.workload import gather, record_workload
+
+    r = gather(rec)
+    t = operator_terms(r.facts, record_workload(r, []))
+    return {f"op_{k}": float("nan") if v is None else float(v) for k, v in t.as_dict().items()}
 
 
 def moe_read(arch, batch: int) -> float:

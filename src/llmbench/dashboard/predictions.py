@@ -12,8 +12,8 @@ from llmbench.report import figures
 from llmbench.report import predictions as pred
 
 HELP = ("ESTIMATE: predictions stored by `llmbench predict --save` (roofline bound x an efficiency "
-        "learned from the study; docs/predict.md), never measurements: dashed, their 90% interval "
-        "shaded. Beside them the measured records of the same model, engine, hardware, dtype and "
+        "learned from the study, or anchored on your own records with --anchor; the table says "
+        "which; docs/predict.md), never measurements: dashed, their 90% interval shaded. Beside them the measured records of the same model, engine, hardware, dtype and "
         "lengths (own: filled circles; the study's: open squares), and predicted / measured.")
 
 

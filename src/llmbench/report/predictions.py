@@ -77,13 +77,31 @@ def keyed(df: pd.DataFrame) -> pd.DataFrame:
 
 
 @lru_cache(maxsize=1024)
-def _interval(path: str, mtime_ns: int) -> dict:
-    """An estimate record's `estimate.metrics` section: per metric its lo and hi."""
+def _section(path: str, mtime_ns: int) -> dict:
+    """An estimate record's `estimate` section."""
     try:
         doc = json.loads(Path(path).read_text())
     except (OSError, ValueError):
         return {}
-    return ((doc.get("estimate") or {}).get("metrics")) or {}
+    return doc.get("estimate") or {}
+
+
+def _interval(path: str, mtime_ns: int) -> dict:
+    """An estimate record's `estimate.metrics` section: per metric its lo and hi."""
+    return _section(path, mtime_ns).get("metrics") or {}
+
+
+def rests_on(section: dict) -> str:
+    """What an estimate rests on, in words: the user's records that anchored it (issue 51), or
+    the study's fit level and hardware (issue 43)."""
+    if section.get("anchored_on"):
+        a = section["anchored_on"]
+        return (f"anchored on {a.get('points', '?')} own {a.get('engine', '')} records "
+                f"({', '.join(a.get('engine_versions', []))}) on {', '.join(a.get('hardware', []))}")
+    m = next(iter((section.get("metrics") or {}).values()), {})
+    if m.get("level"):
+        return f"study: {m['level']} fit ({', '.join(m.get('fit_hardware', []))})"
+    return "–"
 
 
 def estimates(df: pd.DataFrame) -> pd.DataFrame:
@@ -97,6 +115,9 @@ def estimates(df: pd.DataFrame) -> pd.DataFrame:
                                d["_mtime_ns"] if "_mtime_ns" in d else [0] * len(d))]
         d[f"{m}_lo"] = [g.get("lo", np.nan) for g in got]
         d[f"{m}_hi"] = [g.get("hi", np.nan) for g in got]
+    d["rests_on"] = [rests_on(_section(str(p), int(t or 0))) if isinstance(p, str) else "–"
+                     for p, t in zip(d["path"] if "path" in d else [None] * len(d),
+                                     d["_mtime_ns"] if "_mtime_ns" in d else [0] * len(d))]
     return d
 
 
@@ -152,8 +173,9 @@ def comparison(df: pd.DataFrame, cfg: dict, metric: str) -> pd.DataFrame:
     est = _same(estimates(df), cfg, dtype_any=False)
     col = f"{metric}_mean"
     pred = est.groupby("batch_size").agg(predicted=(col, "mean"), lo=(f"{metric}_lo", "mean"),
-                                         hi=(f"{metric}_hi", "mean")) if col in est else \
-        pd.DataFrame(columns=["predicted", "lo", "hi"])
+                                         hi=(f"{metric}_hi", "mean"),
+                                         rests_on=("rests_on", "first")) if col in est else \
+        pd.DataFrame(columns=["predicted", "lo", "hi", "rests_on"])
     meas = matching_measured(df, cfg)
     parts = [pred]
     for src, name in (("own", "measured"), ("reference", "study")):
@@ -235,6 +257,7 @@ def table_rows(cmp: pd.DataFrame, metric: str) -> list[dict[str, str]]:
             "batch": str(int(r["batch_size"])),
             f"ESTIMATE {unit}": num(r["predicted"]),
             "90% interval": "–" if pd.isna(r["lo"]) else f"{fmt(float(r['lo']))} – {fmt(float(r['hi']))}",
+            "rests on": r["rests_on"] if isinstance(r.get("rests_on"), str) else "–",
             f"measured {unit} (own)": num(r["measured"]) + (
                 "" if pd.isna(r["measured"]) else f" ({int(r['measured_records'])})"),
             f"study {unit}": num(r["study"]) + (

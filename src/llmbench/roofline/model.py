@@ -335,6 +335,96 @@ def inference_bound(facts: Facts, w: Workload) -> InferenceBound:
         flops_per_token=2 * m.nm, devices=m.devices, notes=m.notes)
 
 
+@dataclass
+class OperatorTerms:
+    """The bytes and FLOPs of each operator of a batch's inference, per device, for a time
+    model that gives each operator its own efficiency (analysis/predict_physics.py): the
+    roofline's accounting (this module's docstring) split by operator, with two departures
+    that make it an estimate's skeleton rather than a bound:
+    - a decode step of a mixture of experts reads the union of the experts its tokens route
+      to, E x (1 - (1 - k/E)^T) in expectation (uniform routing), not the bound's k;
+    - a batch whose weights + KV cache at full context exceed `memory_utilization` of the
+      devices' memory runs in `waves` of `batch_in_flight` sequences (an engine queues or
+      preempts the rest), and the terms are those of one wave.
+    Linear layers (the matmuls over the weights) and attention (its KV reads and writes and
+    its FLOPs) are separate operators: their kernels reach different shares of the peaks."""
+    prefill_linear_bytes: float
+    prefill_linear_flops: float
+    prefill_attention_bytes: float
+    prefill_attention_flops: float
+    decode_steps: int
+    decode_linear_bytes_per_step: float
+    decode_linear_flops_per_step: float
+    decode_attention_bytes: float      # every step's KV reads and writes, summed
+    decode_attention_flops: float
+    link_bytes: float                  # TP all-reduces and PP sends, every step, summed
+    collectives: float                 # their count: each pays the link's latency, whatever its size
+    batch_in_flight: float
+    waves: float
+    mem_bw: float | None               # bytes/s per device
+    peak_flops: float | None           # FLOP/s per device, the compute dtype's
+    link_bw: float | None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def operator_terms(facts: Facts, w: Workload, memory_utilization: float = 0.9) -> OperatorTerms:
+    m = _Model(facts, w)
+    s, o = w.input_len, w.output_len
+    B = float(w.batch_size)
+    in_flight, waves = B, 1.0
+    memory = (facts.device.memory_gb or 0.0) * 1e9 * m.devices * memory_utilization
+    per_seq = (s + o) * m.kvbpt if w.kv_cache else 0.0
+    if memory > 0 and per_seq > 0 and m.weight_bytes + B * per_seq > memory:
+        in_flight = max(1.0, min(B, float(np.floor((memory - m.weight_bytes) / per_seq))))
+        waves = B / in_flight
+    B = in_flight
+
+    def linear_bytes(tokens: float) -> float:
+        # a step reads whole matrices; a lookup table only its looked-up rows; a mixture of
+        # experts the union of the experts its tokens route to
+        dense, _ = _expert_bytes_fraction(m.arch, m.params, tokens)
+        union = 0.0
+        if m.arch.num_experts > 1:
+            e, k = m.arch.num_experts, m.arch.experts_per_token
+            union = (1.0 - dense) * (1.0 - (1.0 - k / e) ** tokens)
+        skipped = sum(p * (1.0 - min(tokens, rows) / rows) for rows, p in lookup_tables(m.arch))
+        return (m.weight_bytes * (dense + union) - skipped * m.weight_bytes / m.params) / m.g
+
+    steps = max(o - 1, 0)
+    kv_w = m.kvbpt if w.kv_cache else 0.0
+    ctx = s * steps + steps * (steps + 1) / 2.0    # sum over decode steps of the context read
+    if w.kv_cache:
+        dec_attn_bytes = B * ctx * m.kvbpt / (m.g * m.P)  # step t reads c - 1 tokens, writes 1
+        dec_attn_flops = B * m.attn * ctx / m.devices
+    else:   # every step recomputes its whole prefix: a prefill of c tokens per step
+        cs = s + np.arange(1, steps + 1, dtype=float)
+        dec_attn_bytes = 0.0
+        dec_attn_flops = float(B * np.sum(m.attn * cs * (cs + 1) / 2)) / m.devices
+    lin_flops_dec = B * 2 * m.nm / m.devices
+    if not w.kv_cache and steps:
+        lin_flops_dec = float(B * 2 * m.nm * np.mean(s + np.arange(1, steps + 1))) / m.devices
+    link = collectives = 0.0
+    tokens_total = B * s + B * steps
+    if m.g > 1:
+        link += 2 * m.arch.layers * 2 * (m.g - 1) / m.g * tokens_total * m.arch.hidden * w.act_bytes
+        collectives += 2 * m.arch.layers * (steps + 1)
+    if m.P > 1:
+        link += (m.P - 1) * tokens_total * m.arch.hidden * w.act_bytes
+        collectives += (m.P - 1) * (steps + 1)
+    return OperatorTerms(
+        prefill_linear_bytes=linear_bytes(B * s),
+        prefill_linear_flops=B * 2 * m.nm * s / m.devices,
+        prefill_attention_bytes=B * s * kv_w / (m.g * m.P),
+        prefill_attention_flops=B * m.attn * s * (s + 1) / 2 / m.devices,
+        decode_steps=steps, decode_linear_bytes_per_step=linear_bytes(B),
+        decode_linear_flops_per_step=lin_flops_dec,
+        decode_attention_bytes=dec_attn_bytes, decode_attention_flops=dec_attn_flops,
+        link_bytes=link, collectives=collectives, batch_in_flight=B, waves=waves,
+        mem_bw=m.bw, peak_flops=m.peak, link_bw=m.link)
+
+
 def training_bound(facts: Facts, *, batch_size: int, seq_len: int, devices: int = 1,
                    dtype: str = "bf16", grad_accum: int = 1) -> TrainingBound:
     notes: list[str] = []

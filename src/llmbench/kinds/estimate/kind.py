@@ -99,3 +99,44 @@ def estimate_record(rec: Record, train, p: EstimatePoint) -> Record:
                             binding_resource=row["binding"])
     rec.estimate = {"interval": COVERAGE, "study": p.study, "metrics": sections}
     return rec
+
+
+def anchored_records(fit, anchors, points, q: float, n_residuals: int, whose: str, study: str,
+                     run_id: str) -> list[Record]:
+    """The anchored predictions as records of kind `estimate` (kinds/estimate), their
+    `estimate` section naming the anchors (`anchored_on`) beside each metric's interval, so the
+    report and the dashboard show what anchored each one."""
+    from llmbench.analysis import predict_physics as Q
+    from llmbench.analysis.predict import COVERAGE
+    from llmbench.analysis.predict_anchored import anchored_predictions
+
+    a, got = anchored_predictions(fit, anchors, points, q)
+    anchored_on = {"engine": a.engine, "vendor": a.vendor, "points": len(a.anchors),
+                   "engine_versions": sorted(set(a.anchors["engine_version"]) - {""}),
+                   "hardware": sorted(set(a.anchors["hardware"])),
+                   "runs": sorted(set(a.anchors["run_id"])),
+                   "study_stack": Q.describe(a.prior), "anchored_stack": Q.describe(a.theta)}
+    out = []
+    for idx, p in points.iterrows():
+        pt = EstimatePoint(study=study, model=p["model"], engine=p["engine"], hardware=p["hardware"],
+                           dtype=p["dtype"], batch_size=int(p["batch"]), input_len=int(p["input_len"]),
+                           output_len=int(p["output_len"]), tp=int(p["devices"]))
+        rec = EstimateKind().base_record(pt, run_id, None)
+        rec.notes.append(f"anchored on {len(a.anchors)} of the user's {a.engine} records: "
+                         f"runs {', '.join(anchored_on['runs'])}")
+        sections = {}
+        for metric, unit in UNITS.items():
+            g = got.loc[idx]
+            rec.metrics[metric] = MetricStats(unit=unit, n=1, mean=float(g[metric]))
+            sections[metric] = {"lo": float(g[f"{metric}_lo"]), "hi": float(g[f"{metric}_hi"]),
+                                "level": "anchored", "n": len(a.anchors),
+                                "fit_hardware": anchored_on["hardware"], "fit_engines": [a.engine],
+                                "interval_from": f"anchored transfer held out by accelerator, {whose}: "
+                                                 f"{n_residuals} points"}
+        rec.roofline = Roofline(bound={m: float(p[f"bound_{m}"]) for m in UNITS},
+                                binding_resource=p["binding"])
+        rec.estimate = {"interval": COVERAGE, "study": study, "metrics": sections,
+                        "anchored_on": anchored_on}
+        out.append(rec)
+    return out
+
