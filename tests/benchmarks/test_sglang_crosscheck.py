@@ -1,6 +1,6 @@
 """benchmarks/sglang_crosscheck.py's parsing and ratios, on result files CONSTRUCTED in the format
 SGLang 0.5.17 writes (bench_one_batch's JSONL: sglang/benchmark/one_batch.py; bench_serving's
---output-file: sglang/benchmark/serving.py l.1770-1826, as /work/sglang-notes.md reads them); no
+--output-file: sglang/benchmark/serving.py l.1770-1826, as read in the 0.5.17 wheel); no
 SGLang run made them. Ratios are computed by hand."""
 
 import json
