@@ -275,9 +275,9 @@ def _prompt_tokens_line(r) -> str | None:
     if ratio is None or not n or not used or round(abs(ratio - 1), 12) <= PARITY_TOLERANCE:
         return None
     asked = p["prompt_tokens_asked"] / n
+    why = ": the chat template and special tokens included" if ratio > 1 else ""
     return (f"{_load_label(r.workload)}: prompts of {asked:.1f} tokens on average were "
-            f"{p['prompt_tokens_usage'] / used:.1f} at the server ({ratio:.2f}x, its usage count: "
-            f"the chat template and special tokens included)")
+            f"{p['prompt_tokens_usage'] / used:.1f} at the server ({ratio:.2f}x, its usage count{why})")
 
 
 def _stage_table(stages: dict) -> Table:

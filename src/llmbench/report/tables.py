@@ -128,7 +128,7 @@ def kind_table(df: pd.DataFrame, kind: str, shape: str | None = None
         departs = {k for k in us if (mine[k].map(value_text) != us[k]).any()}
         said = " · ".join(f"{headers[k]} {v}" for k, v in us.items() if v != "–" and k in departs)
         if said:
-            notes.append(f"{sys_} rows differ from its usual {said}")
+            notes.append(f"usual on {sys_} (rows say where they differ): {said}")
     if len(merged) > MAX_ROWS:
         notes.append(f"showing {MAX_ROWS} of {len(merged)} configurations")
     return rows, " · ".join(notes)
