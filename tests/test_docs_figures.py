@@ -68,3 +68,29 @@ def test_the_training_levers_table_is_the_records_mean():
             samples = json.loads(Path(path).read_text())["metrics"][metric]["samples"]
             mean = statistics.fmean(samples)
             assert shown == (f"{mean:.3f}" if metric == "mfu" else f"{mean:.1f}"), (ref, metric, shown, mean)
+
+
+def _numbers_in(text: str) -> list[float]:
+    """Every number of a committed log, as written and, for a fraction, as a percentage."""
+    vals = [float(m.replace(",", "")) for m in re.findall(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?", text)]
+    return vals + [100 * v for v in vals if v <= 1.5]
+
+
+def test_the_h200_study_page_quotes_its_committed_logs():
+    """docs/h200-vs-study.md (issue 54 item 7): its table is the committed script output, and
+    every throughput and efficiency its prose quotes is a number of one of the two logs it
+    names, at the prose's rounding."""
+    doc = (ROOT / "docs" / "h200-vs-study.md").read_text()
+    table_log = (ROOT / "docs" / "data" / "h200-study-table-20261207.md").read_text()
+    prose_log = (ROOT / "docs" / "data" / "h200-study-prose-20261207.txt").read_text()
+    rows = [ln for ln in doc.splitlines() if ln.startswith("|")]
+    assert rows and rows == [ln for ln in table_log.splitlines() if ln.startswith("|")]
+    prose = doc.split("## What differs, in words", 1)[1].split("## The table", 1)[0]
+    prose = re.sub(r"`[^`]*`", "", prose)        # run ids and paths are not figures
+    quoted = re.findall(r"(\d[\d,]*(?:\.\d+)?)(?=%| (?:total |generated )?tok/s| ->| =)", prose)
+    assert len(quoted) >= 20, quoted
+    pool = _numbers_in(table_log) + _numbers_in(prose_log)
+    for q in quoted:
+        digits = len(q.split(".")[1]) if "." in q else 0
+        x = float(q.replace(",", ""))
+        assert any(round(v, digits) == x for v in pool), f"{q} is in neither log"

@@ -327,3 +327,24 @@ def test_a_launched_server_that_does_not_start_exits_2(tmp_path, capsys):
     code, text = cli(["serve", "--launch", "llamacpp", "--model", "smollm2-135m", "-n", "1",
                       "--server-arg=--no-such-flag", "--results", str(tmp_path / "res")], capsys)
     assert code == 2 and "server exited with status" in text and "Traceback" not in text, text
+
+
+def test_the_serve_summary_shows_a_speculating_servers_acceptance(monkeypatch):
+    from llmbench.cli import serve as serve_cmd
+
+    buf = io.StringIO()
+    monkeypatch.setattr(serve_cmd, "out", Console(file=buf, width=250, color_system=None))
+    rec = _serving("spec", spec=True)
+    # vLLM n-gram as issue 54 saw it: 64 of 64 drafts accepted, 2.42 tokens a step and a chunk
+    rec.metrics.update(spec_accepted_len=summarize([2.42], "tokens"),
+                       tokens_per_chunk=summarize([2.42], "tokens"),
+                       spec_greedy_match_fraction=summarize([1.0], "fraction"))
+    rec.metrics["spec_acceptance_rate"] = summarize([1.0], "fraction")
+    rec.workload.update(load="closed", concurrency=1)
+    rec.serving = {"requests": 8, "errors_total": 0, "client": {"cpu_util": 0.02}}
+    serve_cmd.summary([rec])
+    text = buf.getvalue()
+    header = next(ln for ln in text.splitlines() if "load" in ln)
+    assert "accept (tok/step)" in header and "tok/chunk" in header and "greedy same" in header
+    row = next(ln for ln in text.splitlines() if "c=1" in ln)
+    assert [c.strip() for c in row.split("│")[-4:-1]] == ["1.00 (2.42)", "2.42", "1.000"], row

@@ -6,8 +6,6 @@ import pandas as pd
 import pytest
 
 from llmbench.measure.stats import summarize
-from llmbench.report.figures import tick_labels
-from llmbench.report.tables import value_text
 from llmbench.store.record import BackendInfo, HardwareInfo, ModelInfo, Record
 from llmbench.store.store import Store
 
@@ -20,6 +18,8 @@ from llmbench.store.store import Store
     ([1234.5, 5678.9], ["1.23k", "5.68k"]),
 ])
 def test_tick_labels_are_the_fewest_digits_that_keep_ticks_apart(values, labels):
+    from llmbench.report.figures import tick_labels
+
     assert tick_labels(values) == labels
 
 
@@ -27,6 +27,8 @@ def test_tick_labels_are_the_fewest_digits_that_keep_ticks_apart(values, labels)
                                     ("/work/other-machine/traces/mooncake.jsonl", "mooncake.jsonl"),
                                     ("auto", "auto")])
 def test_table_values_read_as_people_write_them(v, text):
+    from llmbench.report.tables import value_text
+
     assert value_text(v) == text
 
 
