@@ -94,3 +94,14 @@ def test_the_h200_study_page_quotes_its_committed_logs():
         digits = len(q.split(".")[1]) if "." in q else 0
         x = float(q.replace(",", ""))
         assert any(round(v, digits) == x for v in pool), f"{q} is in neither log"
+
+
+def test_the_h200_prediction_errors_are_the_committed_check():
+    """docs/predict.md's H200 error table (issue 54 item 7) is the committed output of
+    `llmbench predict --check results/h200`, row for row."""
+    doc = (ROOT / "docs" / "predict.md").read_text()
+    log = (ROOT / "docs" / "data" / "predict-check-h200-20261207.txt").read_text()
+    table = doc.split("docs/data/predict-check-h200-20261207.txt", 1)[1]
+    rows = [ln for ln in table.split("\n\n", 2)[1].splitlines() if ln.startswith("|")]
+    assert len(rows) == 10
+    assert rows == [ln for ln in log.splitlines() if ln.startswith("|")]

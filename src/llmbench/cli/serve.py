@@ -315,8 +315,10 @@ def _config(**kw):
         return ServeConfig(**kw)
     except ValidationError as e:
         # a rule across fields (a model validator) has no location: it names its flags itself
+        from llmbench.cli import _for_people   # pydantic's wording, said plainly
+
         raise SpecError([("--" + str(err["loc"][0]).removesuffix("_s").replace("_", "-")
-                          if err["loc"] else "options", err["msg"].removeprefix("Value error, "))
+                          if err["loc"] else "options", _for_people(err["msg"]))
                          for err in e.errors()]) from None
 
 
