@@ -5,7 +5,8 @@
 # log named by $1. Run from the repository root after `make run`.
 set -u
 LOG=${1:-docs/data/first-hour-pass.log}
-R=${R:-/tmp/fh/res}
+W=$(mktemp -d /tmp/llmbench-first-hour-XXXXXX)   # its own folder: /tmp is shared
+R=${R:-$W/res}
 export COLUMNS=200
 LB=".venv/bin/llmbench"
 SCHEMA=docs/data/structured-person.schema.json
@@ -17,12 +18,12 @@ say() { echo "$*" >> "$LOG"; }
 step() {  # step "what" cmd...: run, keep the exit status and what the user reads
   local what=$1; shift
   local t0=$SECONDS
-  "$@" > /tmp/fh/out 2>&1; local rc=$?
+  "$@" > $W/out 2>&1; local rc=$?
   say "## $what"
   say "\$ ${*/#.venv\/bin\//}"
   say "exit $rc ($((SECONDS - t0)) s)"
   # what the user reads: table rows, notes, failures, refusals, the last line
-  grep -E '^│|^\| |note|contended|failed|invalid input|^  |prompts of|capacity|healthy|report|results:|speculation|llmbench:' /tmp/fh/out \
+  grep -E '^│|^\| |note|contended|failed|invalid input|^  |prompts of|capacity|healthy|report|results:|speculation|llmbench:' $W/out \
     | grep -v '^┏\|^┡\|^└' | sed 's/[[:space:]]*$//' | head -40 >> "$LOG"
   say ""
 }
@@ -55,7 +56,7 @@ step "mistake: structured on the completions API" $LB $S --structured choice=yes
 PY=.venv/bin/python
 GGUF=$($PY -c "from llmbench.models.sources import model_path; print(model_path('smollm2-135m', 'gguf'))")
 for flag in "" "--interrupt_requests False"; do
-  $PY -m llama_cpp.server --model "$GGUF" --host 127.0.0.1 --port 8931 --model_alias smollm2-135m $flag > /tmp/fh/server.log 2>&1 &
+  $PY -m llama_cpp.server --model "$GGUF" --host 127.0.0.1 --port 8931 --model_alias smollm2-135m $flag > $W/server.log 2>&1 &
   SP=$!
   for _ in $(seq 60); do curl -sf http://127.0.0.1:8931/v1/models >/dev/null && break; sleep 0.5; done
   step "by hand: llama-cpp-python server ${flag:-(defaults)}, choice at -c 2, 40 requests" $LB serve http://127.0.0.1:8931/v1 --model smollm2-135m --api chat --structured choice=yes,no --shape-opt dialect=json-object -c 2 -n 40 --input-len 32 --output-len 16 --results $R

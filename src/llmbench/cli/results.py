@@ -221,6 +221,11 @@ def _check_column(c: str, cols: list[str], flag: str) -> str:
 def column_hint(c: str, cols: list[str]) -> str:
     """'; did you mean X, Y?': a metric's useful statistics first (its mean and median before
     its n or std), else the nearest names."""
+    # a section's name (request_shape_options) for its columns (request_shape_mode, ...)
+    stem = c.rpartition("_")[0] + "_" if "_" in c else None
+    family = [col for col in cols if stem and col.startswith(stem)]
+    if family:
+        return f"; did you mean {', '.join(family[:5])}?"
     bases = list(dict.fromkeys(col[:-len(st) - 1] for col in cols for st in STATS_FIRST
                                if col.endswith("_" + st)))
     metrics = [b for b in bases if b == c] or [b for b in bases if b.startswith(c)] or \

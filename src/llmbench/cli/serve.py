@@ -182,7 +182,8 @@ def run(cfg, points, *, api_key, results: Path, run_id, resume: bool, redo_faile
         searched = [r for r in result.records if (getattr(r, "serving", None) or {}).get("capacity_search")]
         if searched:
             capacity(searched[-1].serving["capacity_search"], cfg)
-        outcome(result, lambda r: r.workload.get("load_level") or r.point_key)
+        outcome(result, lambda r: _load_label(r.workload) if "load" in r.workload
+                else r.workload.get("load_level") or r.point_key)
 
     kind = ServingKind(api_key, progress=lambda label: console.print(f"[bold]serve[/] {label}"),
                        on_launch=lambda engine, srv: console.print(
