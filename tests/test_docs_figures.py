@@ -94,3 +94,40 @@ def test_the_h100_training_tables_are_the_records_medians():
         seq, shown = (c.strip() for c in line.strip("|").split("|")[:2])
         assert shown == f"{by_seq[int(seq)]:,.0f}", (seq, shown)
     assert checked == 3 and len(seq_rows) == 5
+
+
+def _numbers_in(text: str) -> list[float]:
+    """Every number of a committed log, as written and, for a fraction, as a percentage."""
+    vals = [float(m.replace(",", "")) for m in re.findall(r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?", text)]
+    return vals + [100 * v for v in vals if v <= 1.5]
+
+
+def test_the_h200_study_page_quotes_its_committed_logs():
+    """docs/h200-vs-study.md (issue 54 item 7): its table is the committed script output, and
+    every throughput and efficiency its prose quotes is a number of one of the two logs it
+    names, at the prose's rounding."""
+    doc = (ROOT / "docs" / "h200-vs-study.md").read_text()
+    table_log = (ROOT / "docs" / "data" / "h200-study-table-20261207.md").read_text()
+    prose_log = (ROOT / "docs" / "data" / "h200-study-prose-20261207.txt").read_text()
+    rows = [ln for ln in doc.splitlines() if ln.startswith("|")]
+    assert rows and rows == [ln for ln in table_log.splitlines() if ln.startswith("|")]
+    prose = doc.split("## What differs, in words", 1)[1].split("## The table", 1)[0]
+    prose = re.sub(r"`[^`]*`", "", prose)        # run ids and paths are not figures
+    quoted = re.findall(r"(\d[\d,]*(?:\.\d+)?)(?=%| (?:total |generated )?tok/s| ->| =)", prose)
+    assert len(quoted) >= 20, quoted
+    pool = _numbers_in(table_log) + _numbers_in(prose_log)
+    for q in quoted:
+        digits = len(q.split(".")[1]) if "." in q else 0
+        x = float(q.replace(",", ""))
+        assert any(round(v, digits) == x for v in pool), f"{q} is in neither log"
+
+
+def test_the_h200_prediction_errors_are_the_committed_check():
+    """docs/predict.md's H200 error table (issue 54 item 7) is the committed output of
+    `llmbench predict --check results/h200`, row for row."""
+    doc = (ROOT / "docs" / "predict.md").read_text()
+    log = (ROOT / "docs" / "data" / "predict-check-h200-20261207.txt").read_text()
+    table = doc.split("docs/data/predict-check-h200-20261207.txt", 1)[1]
+    rows = [ln for ln in table.split("\n\n", 2)[1].splitlines() if ln.startswith("|")]
+    assert len(rows) == 10
+    assert rows == [ln for ln in log.splitlines() if ln.startswith("|")]

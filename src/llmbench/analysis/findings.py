@@ -636,7 +636,8 @@ def load(results, reference=None, hardware: str | None = None) -> list[Finding]:
     ref = reference_table(reference or results)
     if ref.num_rows == 0:
         raise SpecError([("--reference", f"no study records in {reference or results}: run `llmbench "
-                          "import llm-inference-bench DIR` or pass the published data directory")])
+                          "import llm-inference-bench DIR` into it, or give the published data directory as "
+                          "--reference DIR (llmbench findings, report and dashboard take it)")])
     return findings(ref, record_rows(d for _, d in Store(results).raw()), hardware)
 
 

@@ -84,6 +84,8 @@ class Engine:
     package: ClassVar[str]
     distribution: ClassVar[str]
     extra: ClassVar[str]
+    #: How to install it when `pip install 'llmbench[EXTRA]'` is not the way (None: it is).
+    install_hint: ClassVar[str | None] = None
     #: Distributions whose installed version is the engine's (the first installed wins).
     versions_from: ClassVar[tuple[str, ...]] = ()
     #: Its server's Prometheus names (None: it has no /metrics llmbench reads).
@@ -92,6 +94,11 @@ class Engine:
     preload: ClassVar[tuple[str, ...]] = ()
     #: Whether `llmbench serve --launch NAME` can start its server.
     launches: ClassVar[bool] = False
+    #: How its server takes a grammar (loadgen/shapes/structured.py's dialects): OpenAI's
+    #: `response_format` json_schema and vLLM's `structured_outputs` ("standard"), or
+    #: llama-cpp-python's `response_format` json_object and GBNF `grammar` ("json-object").
+    #: `serve --launch NAME --structured` sends this one unless --shape-opt dialect= is given.
+    structured_dialect: ClassVar[str] = "standard"
 
     # -- its package ----------------------------------------------------------------------------
     @classmethod
@@ -101,7 +108,7 @@ class Engine:
     @classmethod
     def require_installed(cls) -> None:
         if not cls.installed():
-            raise EngineNotInstalled(cls.name, cls.distribution, cls.extra)
+            raise EngineNotInstalled(cls.name, cls.distribution, cls.extra, cls.install_hint)
 
     @classmethod
     def installed_version(cls) -> str | None:
@@ -121,6 +128,11 @@ class Engine:
         cannot serve (SpecError)."""
         raise SpecError([("--launch", f"llmbench cannot start a {cls.name} server; start it "
                                       "yourself and give its URL")])
+
+    @classmethod
+    def check_request_shape(cls, shape: str, options: Mapping[str, Any]) -> None:
+        """Refuse a request shape (and options) its launched server cannot answer, with the
+        reason, before it starts (SpecError naming the flag); by default every one is sent."""
 
     @classmethod
     def speculation_args(cls, spec: Speculation) -> list[str]:

@@ -131,6 +131,26 @@ class LlamaCppBackend(Backend):
                 *(a for k, v in model_settings.items() if k not in first for a in (f"--{k}", str(v)))]
         return ServerCommand(argv, {}, "/v1/models")
 
+    structured_dialect = "json-object"
+
+    @classmethod
+    def check_request_shape(cls, shape: str, options) -> None:
+        """What llama-cpp-python 0.3.36's server cannot be asked (read from its server/app.py
+        and types, and tried 2026-12-07): it has no /v1/rerank or /score route, no field for a
+        regular expression, and its chat handlers honour no `tool_choice: required` (the
+        answers come back as text)."""
+        if shape == "rerank":
+            raise SpecError([("--shape", "llama-cpp-python's server has no /v1/rerank or /score "
+                                         "route (only /v1/embeddings): rerank with --launch vllm")])
+        if shape == "structured" and options.get("mode") == "regex":
+            raise SpecError([("--structured", "llama-cpp-python's server has no field for a regular "
+                                              "expression (a JSON schema or a GBNF grammar only): "
+                                              "use json-schema= or choice=")])
+        if shape == "tools" and options.get("tool_choice") == "required":
+            raise SpecError([("--tool-choice", "llama-cpp-python's server does not honour "
+                                               "tool_choice=required (its answers come back as text): "
+                                               "use --tool-choice auto, or --launch vllm")])
+
     @classmethod
     def speculation_args(cls, spec) -> list[str]:
         """llama-cpp-python 0.3.36's server speculates by prompt lookup only

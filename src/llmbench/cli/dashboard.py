@@ -3,6 +3,7 @@ from __future__ import annotations
 import ipaddress
 import threading
 from pathlib import Path
+from typing import Optional
 
 import typer
 
@@ -31,10 +32,16 @@ def dashboard(
     port: int = typer.Option(8050, "--port", min=1, max=65535),
     poll: float = typer.Option(10.0, "--poll", min=1.0, help="seconds between checks for new records"),
     debug: bool = typer.Option(False, "--debug", help="Dash dev tools and reloader (never on a shared host)"),
+    reference: Optional[Path] = typer.Option(
+        None, "--reference", help="the study, for the Findings tab: an imported results directory "
+        "(llmbench import llm-inference-bench) or the published data directory itself (as "
+        "`llmbench findings --reference`); default: --results"),
 ) -> None:
     """Serve the interactive dashboard over the store (own and imported reference results)."""
     if not results.exists():
         raise SpecError([("--results", f"{results} does not exist")])
+    if reference is not None and not reference.is_dir():
+        raise SpecError([("--reference", f"{reference} is not a directory")])
     # The index is built or caught up in a thread; the dashboard's libraries are imported once
     # its files are read, while DuckDB parses them off the GIL (imported during the reading,
     # they took the GIL from the reading thread at every system call: 100,000 files listed
@@ -58,7 +65,8 @@ def dashboard(
     if not _is_loopback(host):
         console.print(f"[yellow]warning:[/] listening on {host}: anyone who can reach this "
                       "address can read every result; the dashboard has no authentication")
-    app = create_app(results, poll_s=poll, index=loaded.get("index"))  # (loaded again on failure)
+    app = create_app(results, poll_s=poll, index=loaded.get("index"),  # (loaded again on failure)
+                     reference=reference)
     if "index" in loaded:
         # Written to the cache (0.3 s for 100,000 rows) while the server starts, not before it.
         threading.Thread(target=save_index, args=(results, loaded["index"]),

@@ -33,6 +33,13 @@ def report(
         raise SpecError([("--results", f"{results} does not exist")])
     if reference is not None and not reference.is_dir():
         raise SpecError([("--reference", f"{reference} is not a directory")])
+    old = out_dir / "index.html"
+    if old.exists():  # `make run` writes the default folder too: never replaced unsaid
+        import datetime
+
+        when = datetime.datetime.fromtimestamp(old.stat().st_mtime).strftime("%Y-%m-%d %H:%M")
+        console.print(f"[yellow]note:[/] replacing the report in {out_dir} (written {when}); "
+                      "--out DIR writes one elsewhere", highlight=False)
     rep = write_report(results, out_dir, png=png, reference=reference)
     for n in rep.notes:
         console.print(f"[yellow]note:[/] {n}")

@@ -13,9 +13,9 @@ from rich.table import Table
 
 from llmbench.cli.common import fmt, out
 from llmbench.errors import SpecError
-from llmbench.metrics import STATS_FIRST, column_header, format_value, shown_first
+from llmbench.metrics import STATS_FIRST, column_header, format_value, option_headline, shown_first
 from llmbench.columns import distinguishing, said_once
-from llmbench.store.store import DEFAULT_RESULTS, Store
+from llmbench.store.store import DEFAULT_RESULTS, SHAPE_OPTION_COLUMNS, SPECULATION_COLUMNS, Store
 
 # Flags the default table adds when any row raises them: a contended point (other work shared
 # the machine while it was measured, measure/contention) must never pass as clean, nor an ITL
@@ -33,8 +33,14 @@ SHORT = {"batch_size": "batch", "input_len": "in", "output_len": "out", "concurr
          "request_rate": "rate", "hardware_count": "devices", "tensor_parallel": "TP",
          "pipeline_parallel": "PP", "created_at": "created", "roofline_version": "roofline v",
          "energy_short_window": "energy <2 s", "itl_s_client_limited": "ITL client-limited",
-         "itl_per_chunk_s_client_limited": "ITL client-limited"}
+         "itl_per_chunk_s_client_limited": "ITL client-limited", "request_shape": "shape",
+         "request_shape_mode": "mode", "request_shape_dialect": "dialect",
+         "request_shape_enforce": "grammar on", "request_shape_tool_choice": "tool choice",
+         "speculative": "spec", "speculative_k": "spec k"}
 KINDS = ("inference", "serving", "perplexity", "training")
+# The settings that tell a shape's or a speculating engine's rows from their baseline's.
+SETTING_COLUMNS = ("request_shape", *(f"request_shape_{k}" for k in SHAPE_OPTION_COLUMNS),
+                   *SPECULATION_COLUMNS)
 MAX_TEXT_WIDTH = 32  # a model path is ellipsised past this; numbers are never cut
 
 
@@ -107,10 +113,17 @@ def _results(results: Path, format: str, where: str | None, sort: str | None, li
     else:
         show, same, headers = compact_columns(cols, rows, cells)
     show, estimates = mark_estimates(show, cols, rows, cells, headers)
-    # Kept whatever the width: the sort key, the first two metrics, an estimate's mark.
+    # Kept whatever the width, the last of them left out first: the sort key, an estimate's
+    # mark, the first metric, the settings that tell a shape's or a speculating engine's rows
+    # apart (mode, dialect, speculation), the flags (a contended row never passes as clean), a
+    # shape's or option's headline (validity, acceptance), the second metric.
     metric_cols = set(shown_first(KINDS))
-    must = [c for c in show if c == (sort or "").lstrip("-")] + \
-        [c for c in show if c in metric_cols][:2] + (["kind"] if estimates else [])
+    heads = option_headline({r[cols.index("request_shape")] for r in rows} if "request_shape" in cols else ())
+    firsts = [c for c in show if c in metric_cols and c not in heads][:2]
+    must = list(dict.fromkeys(
+        [c for c in show if c == (sort or "").lstrip("-")] + (["kind"] if estimates else [])
+        + firsts[:1] + [c for c in show if c in SETTING_COLUMNS] + [c for c in show if c in FLAG_COLUMNS]
+        + [c for c in show if c in heads] + firsts[1:]))
     show, dropped = fit_columns(show, must, cells, numeric, headers, out.width, metric_cols)
     shown = f"{len(rows)} of {total}" if len(rows) < total else f"{total}"
     caption = [x for x in (_same_caption(same), dropped and
@@ -166,7 +179,7 @@ def fit_columns(show: list[str], must: list[str], cells: dict[str, list[str]], n
     metrics = [c for c in show if c in metric_cols and c not in must]
     config = [c for c in show if c not in metric_cols and c not in must]
     kept = set(show)
-    for c in [*reversed(metrics), *reversed(config), *reversed(must)]:
+    for c in [*reversed(metrics), *reversed(config), *reversed(must)]:  # must: most kept first
         if need([k for k in show if k in kept]) <= width or len(kept) == 1:
             break
         kept.discard(c)
@@ -208,6 +221,11 @@ def _check_column(c: str, cols: list[str], flag: str) -> str:
 def column_hint(c: str, cols: list[str]) -> str:
     """'; did you mean X, Y?': a metric's useful statistics first (its mean and median before
     its n or std), else the nearest names."""
+    # a section's name (request_shape_options) for its columns (request_shape_mode, ...)
+    stem = c.rpartition("_")[0] + "_" if "_" in c else None
+    family = [col for col in cols if stem and col.startswith(stem)]
+    if family:
+        return f"; did you mean {', '.join(family[:5])}?"
     bases = list(dict.fromkeys(col[:-len(st) - 1] for col in cols for st in STATS_FIRST
                                if col.endswith("_" + st)))
     metrics = [b for b in bases if b == c] or [b for b in bases if b.startswith(c)] or \

@@ -214,19 +214,29 @@ def summary(result) -> None:
     ppl = [(r, e) for r, e in rows if r.kind == "perplexity"]
     if inference or not ppl:
         t = Table(title=f"run {result.run_id}", show_lines=False)
-        for col in ("backend", "model", "device", "bs", "in", "out", "status", "batch latency s",
-                    "TTFT p50 ms", "TPOT p50 ms", "out tok/s", "efficiency"):
-            t.add_column(col, justify="left" if col in ("backend", "model", "device", "status") else "right")
+        # a GGUF's weight type and --fidelity's match and KL tell points apart: shown when any
+        # point has them (the weight type when points differ in it or fidelity was asked)
+        fidelity = any("fidelity_match_frac" in r.metrics for r, _ in inference)
+        gguf = fidelity or len({r.workload.get("gguf_type") for r, _ in inference}) > 1
+        for col in ("backend", "model", "device", *(["gguf"] if gguf else []), "bs", "in", "out",
+                    "status", "batch latency s", "TTFT p50 ms", "TPOT p50 ms", "out tok/s", "efficiency",
+                    *(["greedy match", "KL nats"] if fidelity else [])):
+            t.add_column(col, justify="left" if col in ("backend", "model", "device", "gguf", "status")
+                         else "right")
         for r, earlier in inference:
             w, m = r.workload, r.metrics
             eff = (r.roofline.efficiency or {}).get("output_throughput_tok_s") if r.roofline else None
             ttft, tpot = m.get("ttft_s"), m.get("tpot_s")
-            t.add_row(r.backend.name, r.model.name, _device(r), str(w.get("batch_size", "")),
+            match, kl = m.get("fidelity_match_frac"), m.get("fidelity_kl_nats")
+            t.add_row(r.backend.name, r.model.name, _device(r),
+                      *([str(w.get("gguf_type") or "-")] if gguf else []), str(w.get("batch_size", "")),
                       str(w.get("input_len", "")), str(w.get("output_len", "")), _status(r, earlier),
                       pm(m.get("batch_latency_s")),
                       f"{ttft.p50 * 1e3:.1f}" if ttft and ttft.p50 is not None else "-",
                       f"{tpot.p50 * 1e3:.2f}" if tpot and tpot.p50 is not None else "-",
-                      pm(m.get("output_throughput_tok_s")), f"{eff:.0%}" if eff is not None else "-")
+                      pm(m.get("output_throughput_tok_s")), f"{eff:.0%}" if eff is not None else "-",
+                      *([f"{match.mean:.3f}" if match and match.mean is not None else "-",
+                         f"{kl.mean:.4f}" if kl and kl.mean is not None else "-"] if fidelity else []))
         out.print(t)
     if ppl:
         t = Table(title=f"run {result.run_id}: perplexity")

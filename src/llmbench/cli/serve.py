@@ -73,6 +73,9 @@ def serve(
     rate_tolerance: float = typer.Option(0.1, "--rate-tolerance", help="--find-max-rate stops when high/low <= 1 + this"),
     max_points: int = typer.Option(10, "--max-points", help="most rates --find-max-rate measures"),
     timeout: float = typer.Option(300.0, "--timeout", help="per-request limit, seconds"),
+    max_error_rate: float = typer.Option(0.05, "--max-error-rate",
+                                         help="a level whose failed requests exceed this share of "
+                                         "those sent is a failed point (exit status 3); 1 accepts any"),
     seed: int = typer.Option(0, "--seed"),
     force_output: bool = typer.Option(True, "--force-output/--no-force-output",
                                       help="send ignore_eos + min_tokens so answers have output-len tokens"),
@@ -129,11 +132,11 @@ def serve(
         rate=_rates(rate) if rate else [],
         burstiness=burstiness, max_concurrency=max_concurrency, num_prompts=num_prompts,
         duration_s=duration, warmup=warmup, warmup_requests=warmup_requests, cooldown=cooldown, slo=parse_slo(slo),
-        timeout_s=timeout, seed=seed, force_output=force_output, extra_body=extra,
+        timeout_s=timeout, max_error_rate=max_error_rate, seed=seed, force_output=force_output, extra_body=extra,
         use_uvloop=uvloop, workers=workers, executor=executor, server_metrics=server_metrics, metrics_interval_s=metrics_interval,
         power_sampling=power_sampling,
         pattern=pattern, pattern_options=_options(pattern_opt, "--pattern-opt"),
-        **_shape_flags(shape, _options(shape_opt, "--shape-opt"), structured, tools, tool_choice),
+        **_shape_flags(shape, _options(shape_opt, "--shape-opt"), structured, tools, tool_choice, launch),
         trace=trace, trace_format=trace_format, trace_speedup=trace_speedup,
         max_input_len=max_input_len, max_output_len=max_output_len, find_max_rate=find_max_rate,
         slo_fraction=slo_fraction, rate_tolerance=rate_tolerance, max_points=max_points)
@@ -179,7 +182,8 @@ def run(cfg, points, *, api_key, results: Path, run_id, resume: bool, redo_faile
         searched = [r for r in result.records if (getattr(r, "serving", None) or {}).get("capacity_search")]
         if searched:
             capacity(searched[-1].serving["capacity_search"], cfg)
-        outcome(result, lambda r: r.workload.get("load_level") or r.point_key)
+        outcome(result, lambda r: _load_label(r.workload) if "load" in r.workload
+                else r.workload.get("load_level") or r.point_key)
 
     kind = ServingKind(api_key, progress=lambda label: console.print(f"[bold]serve[/] {label}"),
                        on_launch=lambda engine, srv: console.print(
@@ -192,8 +196,14 @@ def run(cfg, points, *, api_key, results: Path, run_id, resume: bool, redo_faile
 def summary(records, earlier: int = 0) -> None:
     """One row per record; the first `earlier` were stored by an earlier invocation."""
     t = Table(title="serving", show_lines=False)
+    # a judged shape's validity and a speculating server's acceptance are what tells its points
+    # apart from a plain one's: shown when any row has them
+    judged = any((getattr(r, "serving", None) or {}).get("validity") for r in records)
+    spec = any("spec_acceptance_rate" in r.metrics or "spec_greedy_match_fraction" in r.metrics
+               or (r.backend.options or {}).get("speculative") for r in records)
+    extra = (["valid"] if judged else []) + (["accept (tok/step)", "tok/chunk", "greedy same"] if spec else [])
     for c in ("load", "status", "ok/err", "TTFT p50/p99 ms", "TPOT ms", "ITL ms", "out tok/s", "req/s",
-              "goodput", "prefix hit", "client cpu"):
+              "goodput", "prefix hit", "client cpu", *extra):
         t.add_column(c, justify="left" if c == "load" else "right")
 
     def ms(r, k, s="p50"):
@@ -208,22 +218,38 @@ def summary(records, earlier: int = 0) -> None:
         v = r.metric(k)
         return "-" if v is None else f"{v:.{d}f}"
 
+    def extras(r, s) -> list[str]:
+        cells = []
+        if judged:
+            v = (s or {}).get("validity")
+            cells.append(f"{v['valid']}/{v.get('requests', v['answered'])}" if v else "-")
+        if spec:
+            acc = r.metric("spec_acceptance_rate")
+            cells += [f"{acc:.2f} ({val(r, 'spec_accepted_len', 2)})" if acc is not None else "-",
+                      val(r, "tokens_per_chunk", 2), val(r, "spec_greedy_match_fraction", 3)]
+        return cells
+
+    width = 9 + len(extra)
     for i, r in enumerate(records):
         w, s = r.workload, getattr(r, "serving", None)
         status = ("ok" if r.status == "ok" else f"[red]{r.status}[/]") + (" (earlier)" if i < earlier else "")
         if "load" not in w:  # failed before its level was planned
-            t.add_row(w.get("load_level", "?"), status, *["-"] * 9)
+            t.add_row(w.get("load_level", "?"), status, *["-"] * width)
             continue
         load = _load_label(w)
         if s is None:  # failed: measured nothing
-            t.add_row(load, status, *["-"] * 9)
+            t.add_row(load, status, *["-"] * width)
             continue
         t.add_row(load, status, f"{s['requests'] - s['errors_total']}/{s['errors_total']}",
                   f"{ms(r, 'ttft_s')}/{ms(r, 'ttft_s', 'p99')}", ms(r, "tpot_s"), ms(r, "itl_s"),
                   val(r, "output_throughput_tok_s", 1), val(r, "request_throughput_req_s", 3),
                   val(r, "goodput_req_s", 3), val(r, "prefix_cache_hit_rate", 2),
-                  f"{s['client']['cpu_util']:.0%}")
+                  f"{s['client']['cpu_util']:.0%}", *extras(r, s))
     out.print(t)
+    for r in records:
+        said = _prompt_tokens_line(r)
+        if said:
+            out.print(said, highlight=False)
     for r in records:
         cost = (getattr(r, "serving", None) or {}).get("lora_cost")
         if cost:   # the lora shape's base-model reference (kinds/serving/lora_cost.py)
@@ -237,6 +263,22 @@ def summary(records, earlier: int = 0) -> None:
     for r in records:
         for n in r.notes:
             console.print(f"[yellow]note[/] {n}")
+
+
+def _prompt_tokens_line(r) -> str | None:
+    """What the server counted as each prompt when it is not what --input-len asked (a chat
+    template's tokens: 32 asked, 62 counted on llama.cpp's chat route), said beside the table
+    rather than left in the parity note."""
+    p = (getattr(r, "serving", None) or {}).get("token_parity") or {}
+    ratio, n, used = p.get("prompt_tokens_usage_ratio"), p.get("requests"), p.get("usage_requests")
+    from llmbench.kinds.serving.parity import PARITY_TOLERANCE
+
+    if ratio is None or not n or not used or round(abs(ratio - 1), 12) <= PARITY_TOLERANCE:
+        return None
+    asked = p["prompt_tokens_asked"] / n
+    why = ": the chat template and special tokens included" if ratio > 1 else ""
+    return (f"{_load_label(r.workload)}: prompts of {asked:.1f} tokens on average were "
+            f"{p['prompt_tokens_usage'] / used:.1f} at the server ({ratio:.2f}x, its usage count{why})")
 
 
 def _stage_table(stages: dict) -> Table:
@@ -274,8 +316,10 @@ def _config(**kw):
         return ServeConfig(**kw)
     except ValidationError as e:
         # a rule across fields (a model validator) has no location: it names its flags itself
+        from llmbench.cli import _for_people   # pydantic's wording, said plainly
+
         raise SpecError([("--" + str(err["loc"][0]).removesuffix("_s").replace("_", "-")
-                          if err["loc"] else "options", err["msg"].removeprefix("Value error, "))
+                          if err["loc"] else "options", _for_people(err["msg"]))
                          for err in e.errors()]) from None
 
 
@@ -292,9 +336,23 @@ def capacity(result: dict, cfg) -> None:
 
 
 def _shape_flags(shape: str, options: dict, structured: str | None, tools: Path | None,
-                 tool_choice: str) -> dict:
+                 tool_choice: str, launch: str | None = None) -> dict:
     """--structured / --tools as the shape and options they name (--shape-opt adds to them,
-    e.g. dialect=llamacpp)."""
+    e.g. dialect=json-object). A server llmbench launches gets its engine's grammar dialect
+    and refuses, up front, what it cannot answer (the engine contract, backends/engine.py)."""
+    flags = _shape_of_flags(shape, options, structured, tools, tool_choice)
+    if launch:
+        from llmbench.launch.servers import server_engine
+
+        engine = server_engine(launch)
+        if flags["shape"] == "structured" and "dialect" not in flags["shape_options"]:
+            flags["shape_options"]["dialect"] = engine.structured_dialect
+        engine.check_request_shape(flags["shape"], flags["shape_options"])
+    return flags
+
+
+def _shape_of_flags(shape: str, options: dict, structured: str | None, tools: Path | None,
+                    tool_choice: str) -> dict:
     named = [f for f, v in (("--structured", structured), ("--tools", tools)) if v is not None]
     if len(named) > 1 or (named and shape != "text"):
         raise SpecError([(named[0], "one request shape at a time: "
@@ -304,6 +362,8 @@ def _shape_flags(shape: str, options: dict, structured: str | None, tools: Path 
 
         return {"shape": "structured", "shape_options": {**parse_flag(structured), **options}}
     if tools is not None:
+        if tool_choice not in ("auto", "required"):  # named by its own flag, not as a --shape-opt
+            raise SpecError([("--tool-choice", f"{tool_choice!r} is not one of: auto, required")])
         return {"shape": "tools", "shape_options": {"file": str(tools), "tool_choice": tool_choice, **options}}
     if tool_choice != "auto":
         raise SpecError([("--tool-choice", "goes with --tools")])

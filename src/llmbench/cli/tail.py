@@ -80,11 +80,26 @@ def outcome(result: SweepResult, name: Callable[[Record], str]) -> None:
     for r in result.failed:
         console.print(f"[red]failed[/] {name(r)}: {(r.error or '').splitlines()[0] if r.error else ''}",
                       highlight=False)
+    contended(result.records, name)
     if result.skipped:
         console.print(f"skipped {result.skipped} point(s) already stored (--resume); the summary "
                       "marks them 'earlier'")
     out.print(f"results: {result.results_dir.resolve()} (run {result.run_id}); "
               f"query with: llmbench results --results {result.results_dir}", highlight=False)
+
+
+def contended(records: list[Record], name: Callable[[Record], str]) -> None:
+    """Every command that measures says which of its points other work shared the machine
+    with (measure/contention.py), and how much: a contended figure never passes as clean."""
+    hit = [r for r in records if ((r.env or {}).get("contention") or {}).get("contended")]
+    if not hit:
+        return
+    console.print(f"[yellow]contended[/] {len(hit)} of {len(records)} point(s): other work shared "
+                  "the machine while they were measured (their records and `llmbench results` "
+                  "mark them):", highlight=False)
+    for r in hit:
+        console.print(f"  {name(r)}: " + "; ".join(r.env["contention"].get("reasons") or []),
+                      highlight=False)
 
 
 def resume_command(command: str, run_id: str, argv: list[str]) -> str:

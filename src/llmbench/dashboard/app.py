@@ -250,8 +250,10 @@ def _points_rows(pts: pd.DataFrame, limit: int = 200) -> list[dict[str, str]]:
     return out
 
 
-def create_app(results: Path | str, poll_s: float = 10.0, index: Index | None = None) -> dash.Dash:
-    """The app over the store under `results`; `index`: its index, already loaded."""
+def create_app(results: Path | str, poll_s: float = 10.0, index: Index | None = None,
+               reference: Path | str | None = None) -> dash.Dash:
+    """The app over the store under `results`; `index`: its index, already loaded;
+    `reference`: the study for the Findings tab (default: `results`)."""
     source = Source(results, index=index)
     app = dash.Dash(__name__, title="llmbench dashboard", update_title=None,
                     suppress_callback_exceptions=True, serve_locally=True)
@@ -302,10 +304,10 @@ def create_app(results: Path | str, poll_s: float = 10.0, index: Index | None = 
 
     app.layout = layout
     compare_view.register(app, results)
-    findings_view.register(app, results)
+    findings_view.register(app, results, reference)
     fidelity_view.register(app, source)
     tables_view.register(app, source)
-    predictions_view.register(app, source)
+    predictions_view.register(app, source, results)
 
     @app.callback(Output("version", "data"), Output("counts", "children"),
                   Input("tick", "n_intervals"), prevent_initial_call=True)

@@ -27,8 +27,8 @@ def _verdict_cell(v: str) -> html.Td:
     return html.Td(html.B(v), className=f"verdict {fv.VERDICT_CLASS.get(v, '')}")
 
 
-def content(results: Path | str) -> list:
-    fs, why = fv.compute(results)
+def content(results: Path | str, reference: Path | str | None = None) -> list:
+    fs, why = fv.compute(results, reference)
     out: list = []
     if fs is None:
         out.append(html.P(why, className="help", id="findings-empty"))
@@ -45,17 +45,20 @@ def content(results: Path | str) -> list:
     out.append(dcc.Graph(id="counters-graph", figure=fv.counters_figure(rows).to_dict()))
     if c_rows:
         cols = list(c_rows[0])
-        out.append(html.Table([html.Thead(html.Tr([html.Th(c) for c in cols])),
-                               html.Tbody([html.Tr([html.Td(v) for v in r.values()]) for r in c_rows])],
-                              className="ranked counters"))
+        # in a scrolling box: its last column ran past the card's edge at 1500 px (issue 54)
+        out.append(html.Div(html.Table([html.Thead(html.Tr([html.Th(c) for c in cols])),
+                                        html.Tbody([html.Tr([html.Td(v) for v in r.values()])
+                                                    for r in c_rows])],
+                                       className="ranked counters"),
+                            className="tablewrap", id="counters-table"))
     else:
         out.append(html.P("No own GPU record carries hardware counters yet.", className="help"))
     return out
 
 
-def register(app, results: Path | str) -> None:
+def register(app, results: Path | str, reference: Path | str | None = None) -> None:
     @app.callback(Output("findings-out", "children"), Input("tabs", "value"), Input("version", "data"))
     def _show(tab, _v):
         if tab != "findings":
             raise PreventUpdate
-        return content(results)
+        return content(results, reference)

@@ -40,12 +40,21 @@ def options(df) -> tuple[list[dict], int | None]:
     return opts, (opts[0]["value"] if opts else None)
 
 
-def content(df, index: int | None, metric: str) -> tuple[dict, html.Table | html.P, str]:
+def fill_command(results) -> str:
+    """The command that stores estimates into this store (the tab is empty until it ran)."""
+    return ("llmbench predict --study ../shared/reference/llm-inference-bench --model llama-3-8b "
+            f"--engine vllm --hardware H200 --batch-size 1,64 --save --results {results}")
+
+
+def content(df, index: int | None, metric: str, results="llmbench-results"
+            ) -> tuple[dict, html.Table | html.P, str]:
     cfgs = pred.configurations(df)
     if index is None or not 0 <= index < len(cfgs):
-        empty = figures.empty_figure("Predictions", "no estimate records in the store "
-                                     "(llmbench predict ... --save)").to_dict()
-        return empty, html.P("No estimates yet.", className="help"), ""
+        empty = figures.empty_figure("Predictions", "no estimate records in this store").to_dict()
+        return empty, html.P(["No estimates in this store yet. Store some with ",
+                              html.Code(fill_command(results), id="pred-fill"),
+                              " (your model, engine, hardware and batch sizes; --study is where the "
+                              "study's published data lies), then reload."], className="help"), ""
     cfg = cfgs[index]
     cmp = pred.comparison(df, cfg, metric)
     fig = pred.figure(cmp, cfg, metric, height=520)
@@ -60,7 +69,7 @@ def content(df, index: int | None, metric: str) -> tuple[dict, html.Table | html
     return fig.to_dict(), table, note
 
 
-def register(app, source) -> None:
+def register(app, source, results="llmbench-results") -> None:
     @app.callback(Output("pred-config", "options"), Output("pred-config", "value"),
                   Input("tabs", "value"), Input("version", "data"), State("pred-config", "value"))
     def _configs(tab, _v, current):
@@ -77,4 +86,4 @@ def register(app, source) -> None:
     def _show(tab, index, metric, _v):
         if tab != "predictions":
             raise PreventUpdate
-        return content(source.data.df, index, metric or pred.METRICS[0])
+        return content(source.data.df, index, metric or pred.METRICS[0], results)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from llmbench.backends.options import EngineOptions
-from llmbench.errors import EngineError, SpecError, did_you_mean
+from llmbench.errors import ServerNotStarted, SpecError, did_you_mean
 
 
 @dataclass
@@ -117,11 +117,11 @@ def launched(engine: str, model: str, *, device: str = "cpu", extra_args: list[s
     try:
         while not _healthy(url + health):
             if proc.poll() is not None:
-                raise EngineError(f"{engine} server exited with status {proc.returncode} before "
-                                  f"becoming healthy; log {log}:\n{_tail(log)}")
+                raise ServerNotStarted(f"{engine} server exited with status {proc.returncode} before "
+                                       f"becoming healthy; log {log}, its end:\n{_tail(log, 10)}")
             if time.perf_counter() - t0 > ready_timeout_s:
-                raise EngineError(f"{engine} server not healthy after {ready_timeout_s:.0f} s; "
-                                  f"log {log}:\n{_tail(log)}")
+                raise ServerNotStarted(f"{engine} server not healthy after {ready_timeout_s:.0f} s; "
+                                       f"log {log}, its end:\n{_tail(log, 10)}")
             time.sleep(0.25)
         yield Launched(engine, url, proc.pid, argv, cls.installed_version(), device, log,
                        startup_s=time.perf_counter() - t0,

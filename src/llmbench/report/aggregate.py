@@ -39,6 +39,25 @@ def varying_within(df: pd.DataFrame, keys: list[str], candidates: list[str]) -> 
     return out
 
 
+def along_series(df: pd.DataFrame, x: str, series: list[str], candidates: list[str]) -> list[str]:
+    """Fields that take several values along one series' line without following its x one to
+    one: runs of different workloads (input 512 at 8-16 req/s, 128 at 70-90 req/s) that would
+    otherwise be one line zig-zagging between them. A field one to one with x inside a series
+    (a load level's label beside its concurrency) is the x itself, and splits nothing."""
+    if df.empty or not series:
+        return []
+    out = []
+    for c in candidates:
+        if c not in df.columns or df[c].nunique(dropna=False) < 2:
+            continue
+        pair = df[series + [x, c]].astype(str).drop_duplicates()
+        for _, grp in pair.groupby(series, sort=False):
+            if grp[c].nunique() > 1 and not (grp[x].is_unique and grp[c].is_unique):
+                out.append(c)
+                break
+    return out
+
+
 def _fmt(v) -> str:
     if isinstance(v, float):
         if np.isnan(v):
@@ -82,6 +101,7 @@ def aggregate(df: pd.DataFrame, x: str, metric: str, stat: str, series: list[str
     series = [s for s in dict.fromkeys(series + ["source"]) if s in d.columns and s != x]
     keys = [x] + series
     extra = varying_within(d, keys, [c for c in config_fields if c not in keys])
+    extra += along_series(d, x, series, [c for c in config_fields if c not in keys + extra])
     keys += extra
     y = pd.to_numeric(d[ycol], errors="coerce")
     cols = {"y": y, "y2": y * y}

@@ -60,6 +60,20 @@ def _si(v: float) -> str:
     return f"{v:g}"
 
 
+def tick_labels(values) -> list[str]:
+    """Labels for measured x values: whole numbers in full (below 1e5), others with 3
+    significant digits, or more where 3 would make two ticks read the same."""
+    def one(v: float, digits: int) -> str:
+        if float(v).is_integer() and abs(v) < 1e5:
+            return str(int(v))
+        return _si(float(f"{v:.{digits}g}")) if abs(v) >= 1e3 else f"{v:.{digits}g}"
+    for digits in range(3, 8):
+        labels = [one(v, digits) for v in values]
+        if len(set(labels)) == len(labels):
+            return labels
+    return [f"{v:g}" for v in values]
+
+
 def log_ticks(values) -> tuple[list[float], list[str]] | None:
     """1-2-5 ticks with full labels across the data's range: Plotly's own log ticks label the
     in-between ticks '2' and '5', which reads as a wrong number."""
@@ -279,9 +293,9 @@ def xy_figure(agg: Aggregated, x: str, metric: str, stat: str = "mean", title: s
     fig.update_xaxes(title=dict(text=label(x)), type="category" if categorical else ("log" if log_x else "linear"),
                      showgrid=True, gridcolor="#eee", zeroline=False)
     if xs is not None and len(xs) <= 14:
-        # measured values (batch 1024, input 4096) read best in full
-        fig.update_xaxes(tickvals=xs, ticktext=[str(int(v)) if float(v).is_integer() and abs(v) < 1e5
-                                                else _si(v) for v in xs])
+        # measured values (batch 1024, input 4096) read best in full; a measured rate
+        # (69.7925 req/s) with the fewest digits that keep the ticks apart
+        fig.update_xaxes(tickvals=xs, ticktext=tick_labels(xs))
     elif log_x and xs is not None:
         _apply_log_ticks(fig, "x", xs)
     if log_y:

@@ -119,10 +119,16 @@ def kind_table(df: pd.DataFrame, kind: str, shape: str | None = None
         row["records"] = str(int(r["records"]))
         rows.append(row)
     notes = [f"every row: model {same['model']}"] if "model" in same else []
+    # the usual value of a setting only where some row of that system departs from it (what
+    # a reader needs to read that row): three engines' every shared value made a seven-line
+    # paragraph above the table (issue 54 item 10)
+    shown_rows = merged.head(MAX_ROWS)
     for sys_, us in usual.items():
-        said = " · ".join(f"{headers[k]} {v}" for k, v in us.items() if v != "–")
+        mine = shown_rows[shown_rows["system"] == sys_]
+        departs = {k for k in us if (mine[k].map(value_text) != us[k]).any()}
+        said = " · ".join(f"{headers[k]} {v}" for k, v in us.items() if v != "–" and k in departs)
         if said:
-            notes.append(f"settings: where a row departs from {sys_}'s usual {said}")
+            notes.append(f"usual on {sys_} (rows say where they differ): {said}")
     if len(merged) > MAX_ROWS:
         notes.append(f"showing {MAX_ROWS} of {len(merged)} configurations")
     return rows, " · ".join(notes)
@@ -148,11 +154,14 @@ def load_label(r: pd.Series) -> str:
 
 
 def value_text(v) -> str:
-    """'–' for not set, 16 for 16.0."""
+    """'–' for not set, 16 for 16.0, a measured rate with 4 significant digits (8.757, not
+    8.757144950901363), a file by its name (a trace's absolute path names another machine)."""
     if v is None or (isinstance(v, float) and np.isnan(v)):
         return "–"
-    if isinstance(v, float) and v.is_integer():
-        return str(int(v))
+    if isinstance(v, (float, np.floating)) and not isinstance(v, bool):
+        return str(int(v)) if float(v).is_integer() else f"{float(v):.4g}"
+    if isinstance(v, str) and v.startswith("/") and len(v) > 1:
+        return v.rstrip("/").rsplit("/", 1)[-1]
     return str(v)
 
 

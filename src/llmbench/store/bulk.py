@@ -51,7 +51,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from llmbench.store.store import FLAGS, STATS
+from llmbench.store.store import FLAGS, SHAPE_OPTION_COLUMNS, SPECULATION_COLUMNS, STATS
 
 # The columns every row has, in flatten's order, and where in the document each is read.
 BASE: dict[str, tuple[str, ...]] = {
@@ -72,6 +72,8 @@ TAIL: dict[str, tuple[str, ...]] = {
     **{f"gpu_{k}": ("hardware_counters", k)
        for k in ("dram_bw_util_pct", "sm_util_pct", "sm_occupancy_pct", "tensor_util_pct")},
     "throttled": ("hardware_counters", "throttled"),
+    **{f"request_shape_{k}": ("workload", "request_shape_options", k) for k in SHAPE_OPTION_COLUMNS},
+    **{name: ("backend", "options", "speculative", k) for name, k in SPECULATION_COLUMNS.items()},
 }
 _INTS = {"BIGINT", "UBIGINT"}
 _SCALARS = _INTS | {"DOUBLE", "VARCHAR", "BOOLEAN", "NULL"}

@@ -41,7 +41,7 @@ import pyarrow.parquet as pq
 from llmbench.store import sidecar
 from llmbench.store.store import _section, flatten
 
-INDEX_VERSION = "6"  # 6: tool figures, ITL client-limited flags, GPU counters, throttled; 5: `roofline_version`, `energy_short_window`; 4: rows carry `source_tool`; 3: kept in the user cache, `opt_*` engine options
+INDEX_VERSION = "7"  # 7: request_shape_* and speculative columns; 6: tool figures, ITL client-limited flags, GPU counters, throttled; 5: `roofline_version`, `energy_short_window`; 4: rows carry `source_tool`; 3: kept in the user cache, `opt_*` engine options
 _PRUNE_AFTER_S = 30 * 86400  # an index unused this long (a deleted temp store) is removed
 _FILE_COLS = ("path", "_mtime_ns", "_size")
 

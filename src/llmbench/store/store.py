@@ -297,6 +297,12 @@ def _sql_error(e: Exception) -> str:
     return lines[0] + (f" (did you mean {near[0]}?)" if near and near[0] else "")
 
 
+# The request-shape options (workload.request_shape_options) and speculation settings
+# (backend.options.speculative) made columns: request_shape_<option>, and these names.
+SHAPE_OPTION_COLUMNS = ("mode", "dialect", "enforce", "tool_choice")
+SPECULATION_COLUMNS = {"speculative": "method", "speculative_k": "k"}
+
+
 def flatten(d: dict[str, Any], path: Path | None = None) -> dict[str, Any]:
     """One flat row per record: identity, workload fields, `<metric>_<stat>` columns."""
     # a corrupted record may hold anything where a section belongs: read it as empty, never crash
@@ -352,6 +358,14 @@ def flatten(d: dict[str, Any], path: Path | None = None) -> dict[str, Any]:
     for k in ("dram_bw_util_pct", "sm_util_pct", "sm_occupancy_pct", "tensor_util_pct"):
         row[f"gpu_{k}"] = hc.get(k)
     row["throttled"] = hc.get("throttled")
+    # settings kept in sections (not scalars) that still tell rows apart: a structured point's
+    # mode and dialect, a tools point's tool choice, a speculating engine's method and k
+    shape_opts = _section(_section(d, "workload"), "request_shape_options")
+    for k in SHAPE_OPTION_COLUMNS:
+        row[f"request_shape_{k}"] = shape_opts.get(k)
+    spec = _section(_section(b, "options"), "speculative")
+    for name, k in SPECULATION_COLUMNS.items():
+        row[name] = spec.get(k)
     if path is not None:
         row["path"] = str(path)
     return row

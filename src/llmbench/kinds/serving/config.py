@@ -98,6 +98,9 @@ class ServeConfig(Strict):
     rate_tolerance: float = Field(0.1, gt=0)    # search ends when high / low <= 1 + this
     max_points: int = Field(10, ge=2)
     timeout_s: float = Field(300.0, gt=0)
+    # a level whose failed requests are more than this share of those sent is a failed point
+    # (exit status 3): its figures describe the few that came back, not the load asked for
+    max_error_rate: float = Field(0.05, ge=0, le=1)
     seed: int = 0
     force_output: bool = True
     extra_body: dict[str, Any] = Field(default_factory=dict)

@@ -102,7 +102,9 @@ class ServePoint(Frozen):
         # nor how the power was sampled: the record's `observers` say)
         # nor the load pattern when the flags imply it (named, it and its options are the point's)
         # nor the request shape when it is plain text, nor the prompts when the text's windows
-        skip = {"use_uvloop", "metrics_interval_s", "warmup_requests", "power_sampling"} | \
+        # nor the error rate a level may have and still be ok (a verdict on it, not the load)
+        skip = {"use_uvloop", "metrics_interval_s", "warmup_requests", "power_sampling",
+                "max_error_rate"} | \
             ({"executor"} if self.cfg.executor == "local" else set()) | \
             ({"pattern", "pattern_options"} if self.cfg.pattern is None else set()) | \
             ({"shape", "shape_options"} if self.cfg.shape == "text" else set()) | \

@@ -168,9 +168,15 @@ class ServingSession:
         if search is not None:
             rec.workload.update(find_max_rate=True, slo_fraction=self.cfg.slo_fraction,
                                 search_point=search["point"])
-        bad = serving["requests"] and serving["errors_total"] == serving["requests"]
-        rec.status = "failed" if bad and watch is None else "ok"
-        rec.error = f"every request failed: {serving['errors_by_kind']}" if bad else None
+        rec.status, rec.error = "ok", None
+        n, err = serving["requests"], serving["errors_total"]
+        if n and err == n:
+            rec.error = f"every request failed: {serving['errors_by_kind']}"
+        elif n and err / n > self.cfg.max_error_rate:
+            rec.error = (f"{err} of {n} requests failed ({err / n:.0%}, more than --max-error-rate "
+                         f"{self.cfg.max_error_rate:g}): {serving['errors_by_kind']}")
+        if rec.error and watch is None:   # a capacity search judges its rates itself
+            rec.status = "failed"
         rec.metrics, rec.serving = metrics, serving
         rec.power = self.meter.describe()
         rec.observers.update(self.observers())

@@ -136,9 +136,21 @@ def check_greedy(reference_url: str, speculative_url: str, model: str, prompts: 
     ref = [greedy_tokens(reference_url, model, p, n, api_key=api_key, tokenize=tokenize) for p, n in prompts]
     got = [greedy_tokens(speculative_url, model, p, n, api_key=api_key, tokenize=tokenize) for p, n in prompts]
     out = compare_greedy(ref, got)
-    out["top2_logprob_margin_at_divergence"] = [
-        None if d is None else top2_margin(reference_url, model, p, d, api_key=api_key)
-        for d, (p, _) in zip(out["first_divergence"], prompts)]
+    # the reference's margin; where it gives no log-probabilities (llama-cpp-python computes
+    # them only with logits_all, which its speculating server has on), the speculating
+    # server's own: both read the same tokens up to the divergence, and a near tie is one on
+    # either side
+    margins, source = [], []
+    for d, (p, _) in zip(out["first_divergence"], prompts):
+        m = None if d is None else top2_margin(reference_url, model, p, d, api_key=api_key)
+        src = "reference" if m is not None else None
+        if d is not None and m is None:
+            m = top2_margin(speculative_url, model, p, d, api_key=api_key)
+            src = "speculative" if m is not None else None
+        margins.append(m)
+        source.append(src)
+    out["top2_logprob_margin_at_divergence"] = margins
+    out["top2_logprob_margin_from"] = source
     return out
 
 
@@ -155,5 +167,5 @@ def attach_check(rec, check: dict) -> None:
         margins = [m for m in check.get("top2_logprob_margin_at_divergence", []) if m is not None]
         rec.notes.append(f"speculation changed the greedy answer of {check['prompts'] - check['identical']} "
                          f"of {check['prompts']} prompts (first divergences {check['first_divergence']}"
-                         + (f"; the reference's top-2 log-prob margin there {', '.join(f'{m:.2g}' for m in margins)}"
+                         + (f"; the top-2 log-prob margin there {', '.join(f'{m:.2g}' for m in margins)} nats"
                             if margins else "") + ")")

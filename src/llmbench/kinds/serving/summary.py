@@ -100,6 +100,14 @@ def summarize_point(outcomes: list[Outcome], res: LoadResult, cfg: ServeConfig, 
     notes += parity_notes
     if errors:
         notes.append("errors: " + ", ".join(f"{k}={v}" for k, v in sorted(errors.items())))
+    if errors.get("no_tokens") and cfg.concurrency and max(cfg.concurrency) > 1:
+        # seen 2026-12-07 (issue 54 item 9): a llama-cpp-python server started by hand cut 39 of
+        # 40 streams at -c 2; its default interrupt_requests=True aborts a stream when the next
+        # request arrives (llmbench's --launch llamacpp turns it off)
+        notes.append(f"{errors['no_tokens']} stream(s) ended without generated text: a server that "
+                     "aborts a running stream when the next request arrives does this under "
+                     "concurrency (llama-cpp-python's server does unless started with "
+                     "--interrupt_requests False)")
     if res.prompts_reused:
         notes.append("the run outlasted the prompt pool: prompts repeated (prefix caches may help)")
     serving = {

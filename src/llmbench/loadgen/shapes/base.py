@@ -97,18 +97,22 @@ class RequestShape:
                    if self.options.model_fields_set else {})}
 
     def summarize(self, outcomes: list[Outcome], metrics: dict, serving: dict, notes: list[str]) -> None:
-        """A judged shape's validity: the fraction of answered requests whose answer is valid,
-        and the invalid ones by cause."""
+        """A judged shape's validity: the share of the requests sent whose answer is valid, and
+        the others by cause. A request that got no answer (an HTTP error, an empty stream) is
+        not valid, cause `no_answer`: 1 valid answer of 40 requests is 1/40, never 1.0."""
         if not self.judged:
             return
         answered = [o for o in outcomes if o.ok]
         bad = Counter(o.invalid for o in answered if o.invalid)
-        serving["validity"] = {"answered": len(answered), "valid": len(answered) - sum(bad.values()),
+        if len(outcomes) > len(answered):
+            bad["no_answer"] = len(outcomes) - len(answered)
+        valid = len(outcomes) - sum(bad.values())
+        serving["validity"] = {"requests": len(outcomes), "answered": len(answered), "valid": valid,
                                "invalid_by_cause": dict(bad)}
-        if answered:
-            serving["validity"]["valid_fraction"] = 1 - sum(bad.values()) / len(answered)
+        if outcomes:
+            serving["validity"]["valid_fraction"] = valid / len(outcomes)
             if bad:
-                notes.append(f"{sum(bad.values())} of {len(answered)} answers invalid: "
+                notes.append(f"{sum(bad.values())} of {len(outcomes)} requests without a valid answer: "
                              + ", ".join(f"{c} {n}" for c, n in bad.most_common()))
 
 

@@ -48,6 +48,20 @@ class StructuredOptions(BaseModel):
         return v
 
 
+def _regex_could_continue(pattern: str, text: str) -> bool:
+    """Whether `text` is the start of some string `pattern` matches whole: the `regex`
+    package's partial match (installed with transformers); without it, assumed (no claim
+    that the server ignored the grammar is made from a guess)."""
+    try:
+        import regex
+    except ImportError:
+        return True
+    try:
+        return regex.fullmatch(pattern, text, partial=True) is not None
+    except regex.error:   # a pattern `re` takes and `regex` does not
+        return True
+
+
 def parse_flag(text: str) -> dict[str, str]:
     """`--structured MODE=VALUE` as the shape's options."""
     mode, eq, value = text.partition("=")
@@ -102,12 +116,16 @@ class Structured(RequestShape):
 
     def judge(self, out: Outcome) -> str | None:
         o = self.options
+        # without the grammar (enforce=false) a cut answer is only `truncated`: nothing to ignore
         if o.mode == "json-schema":
-            return json_cause(out.text, self.schema, out.finish_reason)
+            return json_cause(out.text, self.schema, out.finish_reason, o.enforce)
         if o.mode == "regex":
             ok = re.fullmatch(o.value, out.text) is not None
-            return None if ok else truncated_or("regex_mismatch", out.finish_reason)
-        return None if out.text in self.choices else truncated_or("not_a_choice", out.finish_reason)
+            return None if ok else truncated_or("regex_mismatch", out.finish_reason,
+                                                not o.enforce or _regex_could_continue(o.value, out.text))
+        return None if out.text in self.choices else truncated_or(
+            "not_a_choice", out.finish_reason,
+            not o.enforce or any(c.startswith(out.text) for c in self.choices))
 
     def summarize(self, outcomes: list[Outcome], metrics: dict, serving: dict, notes: list[str]) -> None:
         super().summarize(outcomes, metrics, serving, notes)

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from llmbench.errors import SpecError
 from llmbench.loadgen.client import Outcome, RequestSpec
 from llmbench.loadgen.shapes.base import RequestShape
-from llmbench.loadgen.shapes.judging import validity_metric, schema_cause, truncated_or
+from llmbench.loadgen.shapes.judging import jsonschema_module, validity_metric, schema_cause, truncated_or
 
 
 class ToolsOptions(BaseModel):
@@ -53,6 +53,7 @@ class Tools(RequestShape):
     def check(self) -> None:
         super().check()
         self.parameters    # read and checked now, before any request
+        jsonschema_module("--tools")    # the judge's, asked for before any request
 
     @cached_property
     def tools(self) -> list[dict[str, Any]]:
@@ -70,7 +71,9 @@ class Tools(RequestShape):
     def judge(self, out: Outcome) -> str | None:
         if not out.tool_calls:
             if self.options.tool_choice == "required":
-                return truncated_or("no_tool_call", out.finish_reason)
+                # never `truncated`: a server that honours `required` starts with the call, so an
+                # answer in text means it ignored the tools, however long the text ran
+                return "no_tool_call"
             return None
         for call in out.tool_calls:
             if call["name"] not in self.parameters:
