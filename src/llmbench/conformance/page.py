@@ -1,0 +1,118 @@
+"""The conformance log (runner.run's JSON) as a Markdown page: per scenario and metric the
+truth, what the server really did, each tool's value and error; the tools' versions, their
+flag translation (with the flags whose meaning differs across tools) and what each tool says
+it measures."""
+
+from __future__ import annotations
+
+UNITS = {"ttft_s": ("ms", 1e3), "itl_s": ("ms", 1e3), "tpot_s": ("ms", 1e3), "e2e_s": ("ms", 1e3),
+         "output_tokens": ("tok", 1.0), "input_tokens": ("tok", 1.0),
+         "request_throughput_req_s": ("req/s", 1.0), "output_throughput_tok_s": ("tok/s", 1.0)}
+
+
+def fmt(metric: str, v: float | None, signed: bool = False) -> str:
+    if v is None:
+        return "—"
+    unit, scale = UNITS.get(metric, ("", 1.0))
+    x = v * scale
+    digits = 2 if unit in ("ms", "req/s") else 1 if unit == "tok/s" else 2
+    return f"{x:+.{digits}f}" if signed else f"{x:.{digits}f}"
+
+
+def cell_text(metric: str, truth: float, c: dict) -> str:
+    if c["status"] == "absent":
+        return "absent"
+    if c["status"] == "cannot":
+        return "cannot express"
+    if c["status"] == "failed":
+        return "failed"
+    v = c["values"].get(metric)
+    if v is None:
+        return "not reported"
+    return f"{fmt(metric, v)} ({fmt(metric, v - truth, signed=True)})"
+
+
+def errors(log: dict, tool: str) -> dict[tuple[str, str], float]:
+    """(scenario, metric) -> the tool's error against the truth, where it reported a value."""
+    out = {}
+    for s in log["scenarios"]:
+        for c in s["cells"]:
+            if c["tool"] == tool and c["status"] == "ok":
+                for m, t in s["truth"].items():
+                    if (v := c["values"].get(m)) is not None:
+                        out[(s["scenario"], m)] = v - t
+    return out
+
+
+def render(log: dict, command: str) -> str:
+    tools = list(log["versions"])
+    head = [f"{t} {log['versions'][t]}" if log["versions"][t] else f"{t} (absent)" for t in tools]
+    lines = [
+        "# Conformance: load testers against known answers",
+        "",
+        f"Made {log['date']} on `{log['host']}` ({log['cpus']} CPUs, load average "
+        f"{log['load_average']:.1f} at the end) by:",
+        "",
+        f"    {command}",
+        "",
+        "Tools: " + ", ".join(head) + f". Tokenizer: SmolLM2-135M's (`{log['tokenizer']}`).",
+        "",
+        "Every scenario runs on a fresh known-answer server (`python -m llmbench.conformance.server"
+        " --scenario NAME`, src/llmbench/conformance/): it sends each token on a scripted schedule "
+        "and logs when each write really left. **truth** is computed from the script alone "
+        "(conformance/scenarios.py, the definitions of docs/metrics.md written out afresh); "
+        "**server did** is the same statistic from the server's own log over the judged requests "
+        "(from each request's receipt: its lateness on a busy machine shows there, not as a "
+        "tool's error). Each cell is the tool's value (its error against the truth). A tool's "
+        "value is its own headline figure where it prints one (as llmbench's importer keeps it), "
+        "else the importer's reading of its raw rows. Times in ms, counts in tokens per request.",
+        "",
+        "Status words: *absent* (not installed here), *cannot express* (the tool has no way to "
+        "ask for the scenario), *failed* (the tool ran and exited with an error or wrote nothing "
+        "readable; the reason is below the table), *not reported* (the tool's output has no such "
+        "figure).",
+        "",
+    ]
+    for s in log["scenarios"]:
+        lines += [f"## {s['scenario']}", "", s["what"], ""]
+        lines.append("| metric | truth | " + " | ".join(["server did"] + tools) + " |")
+        lines.append("|---" * (3 + len(tools)) + "|")
+        for m, t in s["truth"].items():
+            did = [s["server_did"].get(tl, {}).get(m) for tl in tools]
+            did = next((d for d in did if d is not None), None)   # the first tool's server run
+            cells = [cell_text(m, t, next(c for c in s["cells"] if c["tool"] == tl)) for tl in tools]
+            unit = UNITS.get(m, ("", 1))[0]
+            lines.append(f"| {m} {s['stats'].get(m, 'p50') if m in UNITS and unit == 'ms' else ''} "
+                         f"| {fmt(m, t)} | {fmt(m, did)} | " + " | ".join(cells) + " |")
+        hits = {tl: d.get("prefix_hits") for tl, d in s["server_did"].items() if d.get("prefix_hits")}
+        if hits:
+            lines += ["", "Prefix-cache hits among the judged requests (server log): "
+                      + ", ".join(f"{tl} {int(h)}" for tl, h in hits.items()) + "."]
+        for c in s["cells"]:
+            if c["status"] in ("failed", "cannot"):
+                lines += ["", f"- {c['tool']} {c['status']}: {c['why'].strip()[:500]}".replace("\n", " ")]
+            warn = [n for n in c.get("notes", []) if "prefix cache" in n or "prefix-cache" in n]
+            for n in warn:
+                lines += ["", f"- {c['tool']} warned: {n}"]
+        lines.append("")
+    lines += ["## Flag translation", "",
+              "The same workload in each tool's words (for the steady scenario; the others change "
+              "only the API and the lengths). *meaning* says what a flag means where it could be "
+              "read otherwise, or where the same word means something else in another tool.", ""]
+    for tl in tools:
+        lines += [f"### {tl}", "", "| llmbench's word | flag | meaning |", "|---|---|---|"]
+        for f in log["translation"].get(tl, []):
+            lines.append(f"| {f['ours']} | `{f['theirs']}` | {f['meaning']} |")
+        lines.append("")
+    lines += ["## What each tool says it measures", "",
+              "From llmbench's importers (each checked against the tool's source and a real "
+              "output file), per metric as shown above.", ""]
+    for tl in tools:
+        labels = {}
+        for s in log["scenarios"]:
+            for c in s["cells"]:
+                if c["tool"] == tl:
+                    labels.update({m: lab for m, lab in c.get("labels", {}).items() if lab})
+        if labels:
+            lines += [f"**{tl}**", ""] + [f"- {m}: {lab}" for m, lab in sorted(labels.items())] + [""]
+    return "\n".join(lines) + "\n"
