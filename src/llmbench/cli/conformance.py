@@ -54,7 +54,8 @@ def run_cmd(
                  progress=lambda line: print(line, flush=True))
     command = "llmbench conformance run " + " ".join(shlex.quote(a) for a in sys.argv[sys.argv.index("run") + 1:]) \
         if "run" in sys.argv else "llmbench conformance run"
-    text = render(result, command.strip())
+    result["command"] = command.strip()
+    text = render(result, result["command"])
     if log:
         log.parent.mkdir(parents=True, exist_ok=True)
         log.write_text(json.dumps(result, indent=1) + "\n")
@@ -62,6 +63,24 @@ def run_cmd(
         page.parent.mkdir(parents=True, exist_ok=True)
         page.write_text(text)
     print(text)
+
+
+@conformance_app.command("page")
+def page_cmd(
+    log: Path = typer.Option(..., "--log", help="a log written by `llmbench conformance run --log`"),
+    page: Optional[Path] = typer.Option(None, "--page", help="write the Markdown here (default: print)"),
+) -> None:
+    """Re-render the table from a log, running nothing."""
+    from llmbench.conformance.page import render
+
+    if not log.is_file():
+        raise SpecError([("--log", f"{log}: no such file")])
+    data = json.loads(log.read_text())
+    text = render(data, data.get("command") or "llmbench conformance run")
+    if page:
+        page.write_text(text)
+    else:
+        print(text)
 
 
 @conformance_app.command("serve")

@@ -51,7 +51,8 @@ def render(log: dict, command: str) -> str:
         "# Conformance: load testers against known answers",
         "",
         f"Made {log['date']} on `{log['host']}` ({log['cpus']} CPUs, load average "
-        f"{log['load_average']:.1f} at the end) by:",
+        f"{log['load_average']:.1f} at the end) by `make conformance-docs`, which installs the "
+        "peers (`make conformance-peers`: each in its own environment from the registry) and runs:",
         "",
         f"    {command}",
         "",

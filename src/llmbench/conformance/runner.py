@@ -172,8 +172,25 @@ def read_output(tool: Tool, sc: Scenario, out: Path) -> Reading:
 
 
 # -- the run -------------------------------------------------------------------------------------
+def _in_process(argv: list[str]) -> tuple[int, str, str]:
+    """llmbench's own command in this process (tests: no interpreter start per scenario)."""
+    import contextlib
+    import io
+
+    from llmbench.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    code = 0
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            main(argv)
+        except SystemExit as e:
+            code = e.code if isinstance(e.code, int) else 1
+    return code, out.getvalue(), err.getvalue()
+
+
 def run_tool(tool: Tool, sc: Scenario, srv: ServerProcess, tokenizer: str, out: Path,
-             timeout_s: float) -> tuple[Cell, list[dict]]:
+             timeout_s: float, in_process: bool = False) -> tuple[Cell, list[dict]]:
     t0 = time.perf_counter()
     cell = Cell(tool.name, "ok")
     for i in range(sc.runs):
@@ -181,7 +198,10 @@ def run_tool(tool: Tool, sc: Scenario, srv: ServerProcess, tokenizer: str, out: 
         d.mkdir(parents=True, exist_ok=True)
         argv = tool.argv(sc, srv.url, tokenizer, d)
         env = {**os.environ, "NO_COLOR": "1", "TERM": "dumb"}
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, cwd=d, env=env)
+        if in_process and tool.name == "llmbench":   # argv: python -m llmbench ARGS
+            p = subprocess.CompletedProcess(argv, *_in_process(argv[3:]))
+        else:
+            p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, cwd=d, env=env)
         (d / "stdout.txt").write_text(p.stdout)
         (d / "stderr.txt").write_text(p.stderr)
         if p.returncode != 0:
@@ -206,7 +226,8 @@ def default_tokenizer() -> str:
 
 
 def run(scenarios: list[str], tools: list[str], work: Path, tokenizer: str | None = None,
-        timeout_s: float = 300.0, progress=print) -> dict:
+        timeout_s: float = 300.0, progress=print, in_process: bool = False) -> dict:
+    """The whole comparison; in_process=True runs llmbench's own command in this process."""
     tokenizer = tokenizer or default_tokenizer()
     versions, results = {}, []
     for name in tools:
@@ -225,7 +246,7 @@ def run(scenarios: list[str], tools: list[str], work: Path, tokenizer: str | Non
                 continue
             srv = ServerProcess(sc, tokenizer)
             try:
-                cell, log = run_tool(t, sc, srv, tokenizer, work / sname / name, timeout_s)
+                cell, log = run_tool(t, sc, srv, tokenizer, work / sname / name, timeout_s, in_process)
             except subprocess.TimeoutExpired:
                 cell, log = Cell(name, "failed", why=f"timed out after {timeout_s:g} s"), srv.log()
             finally:

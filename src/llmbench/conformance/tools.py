@@ -10,6 +10,7 @@ a peer that is absent is reported absent, never failed.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shlex
@@ -108,6 +109,7 @@ VLLM_BENCH_SERVE = ("from vllm.benchmarks.serve import add_cli_args, main; "
                     "p = P(prog='vllm bench serve'); add_cli_args(p); main(p.parse_args())")
 
 
+@functools.cache   # importing vLLM takes ~20 s here: ask once per process
 def _vllm_exe() -> list[str] | None:
     py = _vllm_python()
     r = subprocess.run([str(py), "-c", "import vllm.benchmarks.serve"], capture_output=True, timeout=300)
@@ -195,6 +197,8 @@ def _inference_perf_flags(sc: Scenario, url: str, tok: str, out: Path) -> list[F
     out.mkdir(parents=True, exist_ok=True)
     (out / "config-in.yaml").write_text(json.dumps(cfg, indent=1))   # JSON is YAML
     return [Flag("(config)", f"--config_file {out / 'config-in.yaml'}"),
+            Flag("server, model", f"server.type=vllm server.base_url={url} server.model_name=known-answer"),
+            Flag("tokenizer", f"tokenizer.pretrained_model_name_or_path={tok}"),
             Flag("prompt_tokens", f"data.input_distribution min=max=mean={w.prompt_tokens} std_dev=0"),
             Flag("output_tokens", f"data.output_distribution min=max=mean={w.output_tokens} std_dev=0 "
                  "server.ignore_eos=true"),
