@@ -81,3 +81,17 @@ def test_peer_runs_and_its_output_is_read(name, tmp_path):
     assert c["status"] == "ok", c["why"]
     assert c["values"]["output_tokens"] == 16
     assert abs(c["values"]["ttft_s"] - 0.040) < 0.040   # read, in the right unit
+
+
+def test_summary_judges_against_what_the_server_did():
+    # the server was 0.5 ms late: a tool 0.6 ms after the truth is right, 2 ms after is off;
+    # a count off by one is off
+    cells = [{"tool": "a", "status": "ok", "values": {"ttft_s": 0.0406, "output_tokens": 16.0},
+              "labels": {}, "notes": [], "why": ""},
+             {"tool": "b", "status": "ok", "values": {"ttft_s": 0.042, "output_tokens": 15.0},
+              "labels": {}, "notes": [], "why": ""}]
+    log = _log(cells)
+    log["scenarios"][0]["server_did"] = {"a": {"ttft_s": 0.0405}, "b": {"ttft_s": 0.0405}}
+    text = render(log, "cmd")
+    assert "| a | 2 of 2 | — |" in text
+    assert "| b | 0 of 2 | steady/ttft_s (+2.00), steady/output_tokens (-1.00) |" in text

@@ -44,6 +44,56 @@ def errors(log: dict, tool: str) -> dict[tuple[str, str], float]:
     return out
 
 
+TIMING_TOL_S = 0.001     # a client's own error at low load: its read lag and loopback
+RATE_TOL = 0.02          # throughputs: 2% (their windows' edges differ by a request's set-up)
+
+
+def verdict(scenario: str, metric: str, truth: float, did: float | None, v: float) -> bool:
+    """Whether a tool's value is right: counts exactly the truth; timings within 1 ms of what
+    the server really did (its own lateness is not the tool's error), and the prefix-cache
+    scenario against the cold truth (the server really did answer fast: that is the trap)."""
+    from llmbench.conformance.scenarios import SCENARIOS
+
+    if metric in ("output_tokens", "input_tokens"):
+        return abs(v - truth) < 1e-9
+    sc = SCENARIOS.get(scenario)
+    ref = truth if did is None or (sc is not None and sc.runs > 1) else did
+    if metric.endswith("_s"):
+        return abs(v - ref) <= TIMING_TOL_S + (0.002 if ref is truth and did is not None else 0.0)
+    return abs(v - ref) <= RATE_TOL * abs(ref)
+
+
+def summary(log: dict) -> list[str]:
+    """Per tool: how many of its figures are right, and which are not."""
+    tools = list(log["versions"])
+    lines = ["## Summary", "",
+             "A figure is right when a count equals the truth, a time is within 1 ms of what the "
+             "server really did (the prefix-cache scenario: within 3 ms of the cold truth), a "
+             "throughput within 2%. Off: scenario/metric (error against the truth).", "",
+             "| tool | right | off |", "|---|---|---|"]
+    for tl in tools:
+        right, off = 0, []
+        for s in log["scenarios"]:
+            c = next((c for c in s["cells"] if c["tool"] == tl), None)
+            if c is None or c["status"] != "ok":
+                continue
+            did = s["server_did"].get(tl, {})
+            for m, t in s["truth"].items():
+                v = c["values"].get(m)
+                if v is None:
+                    off.append(f"{s['scenario']}/{m} (not reported)")
+                elif verdict(s["scenario"], m, t, did.get(m), v):
+                    right += 1
+                else:
+                    off.append(f"{s['scenario']}/{m} ({fmt(m, v - t, signed=True)})")
+        failed = [s["scenario"] for s in log["scenarios"] for c in s["cells"]
+                  if c["tool"] == tl and c["status"] in ("failed", "cannot")]
+        total = right + len(off)
+        extra = f"; failed or not expressible: {', '.join(failed)}" if failed else ""
+        lines.append(f"| {tl} | {right} of {total}{extra} | {', '.join(off) or '—'} |")
+    return lines + [""]
+
+
 def render(log: dict, command: str) -> str:
     tools = list(log["versions"])
     head = [f"{t} {log['versions'][t]}" if log["versions"][t] else f"{t} (absent)" for t in tools]
@@ -74,6 +124,7 @@ def render(log: dict, command: str) -> str:
         "figure).",
         "",
     ]
+    lines += summary(log)
     for s in log["scenarios"]:
         lines += [f"## {s['scenario']}", "", s["what"], ""]
         lines.append("| metric | truth | " + " | ".join(["server did"] + tools) + " |")
