@@ -182,3 +182,17 @@ def test_every_scenario_answers_its_token_count(name):
             text += ch.get("text") or d.get("content") or d.get("reasoning_content") or ""
             text += "".join(c["function"].get("arguments", "") for c in d.get("tool_calls") or [])
     assert text == TOKEN * sc.workload.output_tokens
+
+
+def test_chat_content_parts_count_as_their_text():
+    sc = SCENARIOS["reasoning"]
+    with Running(sc) as srv:   # no tokenizer: words
+        host, port = srv.url.rsplit("/", 1)[1].split(":")
+        c = http.client.HTTPConnection(host, int(port), timeout=10)
+        body = {"model": "m", "max_tokens": 16, "stream": True, "stream_options": {"include_usage": True},
+                "messages": [{"role": "user", "content": [{"type": "text", "text": "one two"},
+                                                          {"type": "text", "text": " three"}]}]}
+        c.request("POST", "/v1/chat/completions", json.dumps(body))
+        c.getresponse().read()
+        log = srv.log()
+    assert log[0]["prompt_tokens"] == 3

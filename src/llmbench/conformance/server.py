@@ -74,10 +74,19 @@ def chunk(data: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(data), data) if data else b""
 
 
+def _content(c) -> str:
+    """A message's text: a string, or the text parts of a list of parts (OpenAI's
+    [{"type": "text", "text": ...}], as vLLM's and guidellm's chat clients send it)."""
+    if isinstance(c, str):
+        return c
+    if isinstance(c, list):
+        return "".join(p.get("text", "") if isinstance(p, dict) else str(p) for p in c)
+    return "" if c is None else json.dumps(c)
+
+
 def prompt_text(body: dict) -> str | list:
-    if "messages" in body:
-        return "".join(m.get("content") if isinstance(m.get("content"), str) else json.dumps(m.get("content"))
-                       for m in body["messages"] if isinstance(m, dict))
+    if "messages" in body:   # the served template adds nothing: counts are the texts' own
+        return "".join(_content(m.get("content")) for m in body["messages"] if isinstance(m, dict))
     p = body.get("prompt", "")
     if isinstance(p, list) and len(p) == 1:   # a batch of one
         p = p[0]
@@ -174,7 +183,9 @@ class Handler(socketserver.BaseRequestHandler):
                   b"Transfer-Encoding: chunked\r\nConnection: keep-alive\r\n\r\n")
         if st.slots:
             st.slots.acquire()
-        t0 = time.perf_counter()   # the answer starts (after any queue)
+        # the answer starts at the request's receipt, or when a slot freed: counting the
+        # prompt and the header's send happen inside the script's TTFT, not after it
+        t0 = time.perf_counter() if st.slots else t_recv
         with st.lock:
             st.waiting -= 1
             st.running += 1
@@ -240,6 +251,7 @@ class Handler(socketserver.BaseRequestHandler):
             k, m = sc.tokens_per_event, sc.events_per_write
             for w in range(n // sc.step):   # write w carries tokens w*step .. (w+1)*step-1
                 due = t0 + ttft + w * sc.step * sc.itl_s
+                # built before the wait: at its due time a write only sends
                 data = b"".join(token_event(w * sc.step + j * k, k, w * sc.step + (j + 1) * k)
                                 for j in range(m))
                 if sc.split_events:   # 3 pieces: 2 ms and 1 ms early, the last on time

@@ -174,6 +174,11 @@ def _aiperf_flags(sc: Scenario, url: str, tok: str, out: Path) -> list[Flag]:
 
 
 def _inference_perf_cannot(sc: Scenario) -> str | None:
+    if sc.workload.api == "chat":   # seen: "Exception: Unsupported API type type=<APIType.Chat>"
+        return ("inference-perf 0.7.0's random and synthetic prompt generators serve only the "
+                "completions API (datagen/synthetic/random_datagen.py, get_supported_apis); its "
+                "chat prompts come from hub datasets (ShareGPT, ...), unreachable here, or "
+                "shared-prefix groups, another workload")
     return None
 
 
