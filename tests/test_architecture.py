@@ -79,7 +79,8 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 # its own layer or any layer below, never one above. Entries are paths under llmbench/ (a
 # module's longest matching entry wins; "" is the package's own __init__: its version).
 LAYERS = (
-    ("__main__", "cli"),
+    # conformance: runs llmbench's own command (cli) beside the peers, as a user would
+    ("__main__", "cli", "conformance"),
     ("dashboard", "report"),
     ("kinds", "analysis"),
     ("loadgen", "importers", "reannotate"),

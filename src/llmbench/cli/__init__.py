@@ -41,7 +41,7 @@ COMMANDS = {"run": "run", "models": "models", "results": "results", "serve": "se
             "train": "train", "roofline": "roofline", "import": "importer", "report": "report",
             "annotate": "annotate", "index": "index", "dashboard": "dashboard",
             "compare": "compare", "findings": "findings", "export": "export",
-            "predict": "predict"}
+            "predict": "predict", "conformance": "conformance"}
 
 
 def build_app(commands: Iterable[str] | None = None) -> typer.Typer:

@@ -30,7 +30,8 @@ from llmbench.measure.redact import redact_args
 from llmbench.kinds.serving.prompts import sharegpt_prompts, synthetic_prompts
 from llmbench.kinds.serving.config import LengthDist, ServeConfig
 from llmbench.kinds.serving.speculation import speculation_view
-from llmbench.kinds.serving.summary import by_turn, server_view, slo_met_fraction, summarize_point
+from llmbench.kinds.serving.summary import (by_turn, server_view, slo_met_fraction, summarize_point,
+                                            warm_prefix_cache)
 from llmbench.kinds.serving.tokenizer import load_tokenizer
 
 __all__ = ["LengthDist", "ServeConfig", "ServingSession", "Target", "load_tokenizer",
@@ -324,6 +325,10 @@ def _measure(cfg: ServeConfig, target: Target, url: str, served: str, sch: Sched
     server_view(scraper.summary(res.t_start) if scraper else
                 {"available": False, "reason": "not asked (--no-server-metrics)"},
                 metrics, serving, notes)
+    # datasets, traces and copy prompts may share prefixes of their own: no verdict for them
+    warm_prefix_cache(serving, notes, prompts_distinct=not (
+        cfg.shared_prefix or cfg.turns > 1 or res.prompts_reused or cfg.dataset or cfg.trace
+        or cfg.prompts == "copy"))
     speculation_view(outcomes, serving["server_metrics"], metrics, serving, notes)
     shape.server_view(serving, notes)
     return res, metrics, serving, notes, outcomes

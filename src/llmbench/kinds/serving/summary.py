@@ -178,6 +178,27 @@ def server_view(sm: dict, metrics: dict, serving: dict, notes: list[str]) -> Non
                      f"{serving['output_tokens']} (requests cut short, or other clients?)")
 
 
+# Above this share of a point's prompt tokens answered from the server's prefix cache, prompts
+# that share nothing among themselves were cached before the point: by an earlier run.
+WARM_PREFIX_HIT_RATE = 0.5
+
+
+def warm_prefix_cache(serving: dict, notes: list[str], prompts_distinct: bool) -> None:
+    """Warn when a point whose prompts share no prefix (no --shared-prefix, no conversations,
+    no repeats) still hit the server's prefix cache for most of its prompt tokens: an earlier
+    run with the same prompts (same --seed) left them cached, and TTFT reads low (vLLM issue
+    52884: up to 86%). Warm-up prompts have their own seed, so they never cause it."""
+    sm = serving.get("server_metrics") or {}
+    rate = sm.get("prefix_cache_hit_rate")
+    warm = prompts_distinct and rate is not None and rate >= WARM_PREFIX_HIT_RATE
+    serving["warm_prefix_cache"] = warm
+    if warm:
+        notes.append(f"warm prefix cache: the server answered {rate:.0%} of this point's prompt "
+                     "tokens from its prefix cache, though its prompts share no prefix: an earlier "
+                     "run with the same prompts left them cached, so TTFT reads low; use another "
+                     "--seed or restart the server")
+
+
 def by_turn(outcomes: list[Outcome], turn_of: list[int], turns: int, metrics: dict,
             serving: dict) -> None:
     """Conversations: TTFT and prompt length by turn (`ttft_s_turn1`, ...); later turns carry
