@@ -107,3 +107,15 @@ def test_verdict_rules():
     assert verdict("capacity", "ttft_s", 0.230, 0.2285, 0.2307)       # queued: the truth, 3 ms
     assert not verdict("prefix-cache", "ttft_s", 0.040, 0.005, 0.0053)  # the warm cache's trap
     assert not verdict("steady", "output_tokens", 16.0, 16.0, 15.0)
+
+
+def test_an_absent_peer_is_marked_absent_not_failed(tmp_path, monkeypatch):
+    from llmbench.conformance.runner import run
+
+    monkeypatch.setenv("LLMBENCH_PEERS", str(tmp_path / "none"))
+    log = run(["steady", "reasoning"], ["guidellm", "inference-perf"], tmp_path, tokenizer="unused",
+              progress=lambda line: None)
+    assert log["versions"] == {"guidellm": None, "inference-perf": None}
+    cells = [c for s in log["scenarios"] for c in s["cells"]]
+    assert {c["status"] for c in cells} == {"absent"}
+    assert "make conformance-peers" in cells[0]["why"]
