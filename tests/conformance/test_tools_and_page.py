@@ -95,3 +95,27 @@ def test_summary_judges_against_what_the_server_did():
     text = render(log, "cmd")
     assert "| a | 2 of 2 | — |" in text
     assert "| b | 0 of 2 | steady/ttft_s (+2.00), steady/output_tokens (-1.00) |" in text
+
+
+def test_verdict_rules():
+    from llmbench.conformance.page import verdict
+
+    assert verdict("steady", "ttft_s", 0.040, 0.0405, 0.0414)          # 0.9 ms after the server
+    assert not verdict("steady", "ttft_s", 0.040, 0.0405, 0.0416)      # 1.1 ms
+    assert verdict("capacity", "request_throughput_req_s", 10.53, 10.49, 10.48)   # a rate: 2%
+    assert not verdict("capacity", "request_throughput_req_s", 10.53, 10.49, 10.0)
+    assert verdict("capacity", "ttft_s", 0.230, 0.2285, 0.2307)       # queued: the truth, 3 ms
+    assert not verdict("prefix-cache", "ttft_s", 0.040, 0.005, 0.0053)  # the warm cache's trap
+    assert not verdict("steady", "output_tokens", 16.0, 16.0, 15.0)
+
+
+def test_an_absent_peer_is_marked_absent_not_failed(tmp_path, monkeypatch):
+    from llmbench.conformance.runner import run
+
+    monkeypatch.setenv("LLMBENCH_PEERS", str(tmp_path / "none"))
+    log = run(["steady", "reasoning"], ["guidellm", "inference-perf"], tmp_path, tokenizer="unused",
+              progress=lambda line: None)
+    assert log["versions"] == {"guidellm": None, "inference-perf": None}
+    cells = [c for s in log["scenarios"] for c in s["cells"]]
+    assert {c["status"] for c in cells} == {"absent"}
+    assert "make conformance-peers" in cells[0]["why"]

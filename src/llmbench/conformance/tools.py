@@ -112,6 +112,8 @@ VLLM_BENCH_SERVE = ("from vllm.benchmarks.serve import add_cli_args, main; "
 @functools.cache   # importing vLLM takes ~20 s here: ask once per process
 def _vllm_exe() -> list[str] | None:
     py = _vllm_python()
+    if not py.exists():
+        return None
     r = subprocess.run([str(py), "-c", "import vllm.benchmarks.serve"], capture_output=True, timeout=300)
     return [str(py), "-c", VLLM_BENCH_SERVE] if r.returncode == 0 else None
 
