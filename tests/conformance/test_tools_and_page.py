@@ -119,3 +119,13 @@ def test_an_absent_peer_is_marked_absent_not_failed(tmp_path, monkeypatch):
     cells = [c for s in log["scenarios"] for c in s["cells"]]
     assert {c["status"] for c in cells} == {"absent"}
     assert "make conformance-peers" in cells[0]["why"]
+
+
+def test_the_page_names_no_path_of_the_machine_it_was_made_on():
+    from llmbench.conformance.page import portable
+
+    cmd = "llmbench conformance run --work conformance-work --log x.json"
+    text = ("`--results /work/wt53/conformance-work/_flags/llmbench` and "
+            "(`/root/.cache/llmbench/tokenizers/smollm2-135m`) and /home/ann/conformance-work/a.yaml")
+    assert portable(text, cmd) == ("`--results conformance-work/_flags/llmbench` and "
+                                   "(`~/.cache/llmbench/tokenizers/smollm2-135m`) and conformance-work/a.yaml")

@@ -33,7 +33,7 @@ def test_a_schema_of_one_value_returns_it_on_llamacpp(tmp_path):
     schema.write_text(json.dumps(ONE_VALUE))
     rec = serve(tmp_path, "llamacpp", "--structured", f"json-schema={schema}", "--shape-opt", "dialect=json-object")
     assert rec["workload"]["request_shape"] == "structured"
-    assert rec["serving"]["validity"] == {"answered": 3, "valid": 3, "invalid_by_cause": {},
+    assert rec["serving"]["validity"] == {"requests": 3, "answered": 3, "valid": 3, "invalid_by_cause": {},
                                           "valid_fraction": 1.0}
     assert rec["metrics"]["valid_fraction"]["mean"] == 1.0
 
@@ -45,5 +45,5 @@ def test_a_schema_of_one_value_returns_it_on_vllm_cpu(tmp_path):
     schema = tmp_path / "one.json"
     schema.write_text(json.dumps(ONE_VALUE))
     rec = serve(tmp_path, "vllm", "--structured", f"json-schema={schema}")
-    assert rec["serving"]["validity"] == {"answered": 3, "valid": 3, "invalid_by_cause": {},
+    assert rec["serving"]["validity"] == {"requests": 3, "answered": 3, "valid": 3, "invalid_by_cause": {},
                                           "valid_fraction": 1.0}

@@ -5,6 +5,8 @@ it measures."""
 
 from __future__ import annotations
 
+import re
+
 UNITS = {"ttft_s": ("ms", 1e3), "itl_s": ("ms", 1e3), "tpot_s": ("ms", 1e3), "e2e_s": ("ms", 1e3),
          "output_tokens": ("tok", 1.0), "input_tokens": ("tok", 1.0),
          "request_throughput_req_s": ("req/s", 1.0), "output_throughput_tok_s": ("tok/s", 1.0)}
@@ -102,7 +104,21 @@ def summary(log: dict) -> list[str]:
     return lines + [""]
 
 
+def portable(text: str, command: str) -> str:
+    """Paths as a reader's own clone has them: the run's work folder relative (as the command
+    gave it) and the home folder as ~, never the machine the page was made on."""
+    words = command.split()
+    if "--work" in words and words.index("--work") + 1 < len(words):
+        work = words[words.index("--work") + 1].rstrip("/")
+        text = re.sub(r"(?<![\w.-])/[^\s`'\"|]*?/" + re.escape(work.lstrip("/")) + r"(?=/|\b)", work, text)
+    return re.sub(r"(?<![\w.-])(?:/root|/home/[\w.-]+)(?=/)", "~", text)
+
+
 def render(log: dict, command: str) -> str:
+    return portable(_render(log, command), command)
+
+
+def _render(log: dict, command: str) -> str:
     tools = list(log["versions"])
     head = [f"{t} {log['versions'][t]}" if log["versions"][t] else f"{t} (absent)" for t in tools]
     lines = [
